@@ -1882,3 +1882,26 @@ def test_a_fit_stopped_before_its_first_iteration_says_its_start_was_kept(tmp_pa
         "the error above is that of the start factors (nothing fitted yet; pass --out to keep them)"
     assert f"interrupted (Ctrl-C) before the first iteration: {kept}" in said, said
     assert "after 0 iterations" not in said and out.exists() == written
+
+
+def test_datasets_list_alone_names_the_bundled_manifests(tmp_path):
+    res = invoke("datasets", "list")
+    assert res.exit_code == 0, res.output
+    for name, title in (("kernels", "Kernel matrices"), ("paper-table1", "Sparse Factorization paper"),
+                        ("synthetic", "Synthetic matrices")):
+        assert re.search(rf"^\W*{name}\W+\d+\W+{title}", res.output, re.M), res.output
+    data = json.loads(invoke("datasets", "list", "--json", "-").stdout)
+    assert [(m["name"], m["entries"]) for m in data["manifests"]] == [("kernels", 4), ("paper-table1", 45),
+                                                                       ("synthetic", 19)]
+    assert all(Path(m["file"]).is_file() for m in data["manifests"])
+    # its options are a manifest's: refused without one, not ignored
+    res = invoke("datasets", "list", "--only", "strike")
+    assert res.exit_code == 2 and "--only needs a manifest" in res.output
+
+
+@pytest.mark.parametrize("command", ["list", "verify", "fetch"])
+def test_datasets_commands_take_a_bundled_manifest_s_name(command, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = invoke("datasets", command, "synthetic", "--only", "banded-128")
+    assert res.exit_code == 0, res.output
+    assert ("generated" if command != "fetch" else "1 generated, nothing to fetch") in res.output

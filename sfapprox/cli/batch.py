@@ -19,7 +19,7 @@ from ._app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED, app, error_boun
 from ._render import (Outputs, check_outputs, draws_progress, line_progress, literal, note, say_error, show_tables,
                       write_outputs)
 
-ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/synthetic.toml.", show_default=False)]
+ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest: a .toml file, or a bundled one's name (`sfapprox datasets list` names them), e.g. synthetic.", show_default=False)]
 OutDir = Annotated[Optional[Path], typer.Option("--out-dir", help="Output folder: results.jsonl, factors/, report.md/.csv/.tex/.json (required).", show_default=False, metavar="DIR")]
 
 
@@ -200,7 +200,7 @@ def batch(
     (SIGTERM: the same, exit 143).  One batch at a time per output folder:
     a second one refuses, naming the first, or waits for it with --wait.
 
-    Example: sfapprox batch data_manifests/paper-table1.toml --data-dir ../shared/realdata --out-dir runs/t1 --methods tsvd --protocol paper
+    Example: sfapprox batch paper-table1 --data-dir ../shared/realdata --out-dir runs/t1 --methods tsvd --protocol paper
     """
     # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
     from .._base import parse_methods

@@ -1,4 +1,5 @@
-"""`sfapprox datasets list|fetch|verify MANIFEST`: the entries of a manifest and their files."""
+"""`sfapprox datasets list|fetch|verify MANIFEST`: the entries of a manifest and their files; `sfapprox datasets
+list` alone: the manifests shipped with sfapprox."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .._errors import spelled_for
+from .._errors import ParameterError, spelled_for
 from ..formats import Column, Table, printable
 from . import _options as o
 from ._app import EXIT_INCOMPLETE, HELP_MARKUP, HelpGroup, app, error_boundary
@@ -15,14 +16,15 @@ from ._render import check_outputs, emit, err, literal, say
 
 datasets_app = typer.Typer(
     name="datasets",
-    help="List, download and verify the matrices of a dataset manifest (data_manifests/*.toml).",
+    help="List, download and verify the matrices of a dataset manifest (a .toml file, or a bundled one's name: `sfapprox datasets list` names them).",
     no_args_is_help=True,
     rich_markup_mode=HELP_MARKUP,
     cls=HelpGroup,
 )
 app.add_typer(datasets_app)
 
-ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest (.toml), e.g. data_manifests/paper-table1.toml.", show_default=False)]
+_MANIFEST_HELP = "Dataset manifest: a .toml file, or a bundled one's name (`sfapprox datasets list` names them), e.g. paper-table1."
+ManifestPath = Annotated[Path, typer.Argument(help=_MANIFEST_HELP, show_default=False)]
 DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for the files (used and verified, nothing downloaded); it must exist.", metavar="DIR")]
 Only = Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).", metavar="NAMES")]
 
@@ -63,7 +65,8 @@ def _counts(rows: list[dict]) -> str:
 @datasets_app.command("list")
 @o.options(o.output_group("entries as JSON"))
 def list_entries(
-    manifest: ManifestPath,
+    manifest: Annotated[Optional[Path], typer.Argument(help=_MANIFEST_HELP + " Left out: the bundled manifests.",
+                                                       show_default=False)] = None,
     data_dir: DataDir = None,
     only: Only = None,
     verbose: Annotated[bool, o.flag("--verbose", "-v", help="Also show each entry's source (URL or generator).")] = False,
@@ -72,9 +75,14 @@ def list_entries(
 ) -> None:
     """Show a manifest's entries: category, status (present, missing, ...), file, reference figures.
 
-    Example: sfapprox datasets list data_manifests/paper-table1.toml --data-dir ../shared/realdata
+    Without a manifest: the manifests shipped with sfapprox, one line each.
+
+    Example: sfapprox datasets list paper-table1 --data-dir ../shared/realdata
     """
     with error_boundary(), typed_options():
+        if manifest is None:
+            _list_bundled(data_dir, only, outputs)
+            return
         m, checked = _checked_entries(manifest, data_dir, only, outputs)
         rows = []
         for entry, status, _ in checked:
@@ -99,7 +107,7 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
     the file), then the counts.  Exit code 1 when some entry could not be
     fetched; entries already present stay usable (e.g. offline).
 
-    Example: sfapprox datasets fetch data_manifests/paper-table1.toml --only scotland,ijcnn1
+    Example: sfapprox datasets fetch paper-table1 --only scotland,ijcnn1
     """
     # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
     from ..datasets import cache_dir, fetch_entry, load_manifest
@@ -143,14 +151,40 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
             raise typer.Exit(EXIT_INCOMPLETE)
 
 
+def _list_bundled(data_dir: Path | None, only: str | None, outputs) -> None:
+    """The manifests shipped with sfapprox: name, entries, what they hold (``datasets list`` alone)."""
+    # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
+    from ..datasets import load_manifest
+    from ..datasets.bundled import bundled_manifests
+
+    given = [name for name, value in (("--data-dir", data_dir), ("--only", only)) if value is not None]
+    if given:
+        raise ParameterError(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} a manifest: "
+                             "sfapprox datasets list MANIFEST (the bundled ones: sfapprox datasets list)")
+    check_outputs(outputs)
+    rows = []
+    for name, path in bundled_manifests().items():
+        m = load_manifest(path)
+        rows.append({"name": name, "entries": len(m.entries), "title": m.title, "description": m.description,
+                     "file": str(path)})
+    table = Table("bundled dataset manifests", [Column("name", "name", "left"), Column("entries", "entries"),
+                                                Column("title", "what", "left")])
+    for row in rows:
+        table.add({"name": row["name"], "entries": str(row["entries"]), "title": row["title"] or "–"})
+    table.notes.append("give a name where a manifest is taken: sfapprox datasets list NAME, sfapprox batch NAME ...")
+    emit([table], {"manifests": rows}, outputs)
+
+
 def _checked_entries(manifest: Path, data_dir: Path | None, only: str | None, outputs):
     """The manifest and, for each selected entry, its status and detail (every option checked first)."""
     # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
     from ..datasets import load_manifest, verify_entry
+    from ..datasets.bundled import locate_manifest
     from ..datasets.fetch import check_data_dir
 
     check_data_dir(data_dir)
-    check_outputs(outputs, inputs=[manifest])  # --json MANIFEST --force replaced the manifest it listed
+    # --json MANIFEST --force replaced the manifest it listed (a bundled one's name: its file)
+    check_outputs(outputs, inputs=[locate_manifest(manifest).path])
     names = o.entry_names(only)
     m = load_manifest(manifest)
     return m, [(entry, *verify_entry(entry, data_dir=data_dir)) for entry in m.select(names)]
@@ -170,7 +204,7 @@ def verify(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None, 
 
     Exit code 1 on a checksum mismatch.
 
-    Example: sfapprox datasets verify data_manifests/paper-table1.toml --data-dir ../shared/realdata
+    Example: sfapprox datasets verify paper-table1 --data-dir ../shared/realdata
     """
     with error_boundary(), typed_options():
         _, checked = _checked_entries(manifest, data_dir, only, outputs)
