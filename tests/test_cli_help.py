@@ -11,7 +11,6 @@ import inspect
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -152,17 +151,18 @@ TINY = {"fit": ["--iters", "5", "--device", "cpu"], "compare": ["--iters", "5", 
 
 
 def _runnable(words: list[str], cwd: Path) -> list[str] | None:
-    """``words`` to run offline in ``cwd`` (the repository's manifests and examples copied there, and the
-    files the example names written as fixtures); None where it downloads (batch, datasets fetch)."""
+    """``words`` to run offline in ``cwd`` (the bundled manifests by name, and the files the example names
+    written as fixtures); None where it downloads (batch, datasets fetch)."""
     command, rest = resolve(words)
     if command.name in ("batch", "fetch"):
         return None
     ctx = parsed(words)
     for param in command.params:  # the input files it names
         value = ctx.params.get(param.name)
-        if param.param_type_name == "argument" and isinstance(value, Path) and not (cwd / value).exists():
+        if param.param_type_name == "argument" and isinstance(value, Path) and not (cwd / value).exists() \
+                and str(value) not in bundled_manifests():  # (a bundled manifest's name: nothing to write)
             if command.name == "report":  # a batch's folder: a batch of one small entry writes it
-                _run(["batch", "data_manifests/synthetic.toml", "--only", "random-sparse-64", "--methods",
+                _run(["batch", "synthetic", "--only", "random-sparse-64", "--methods",
                       "tsvd", "--out-dir", str(value), "-q"], cwd)
             else:
                 _fixture(cwd / value)
@@ -173,6 +173,12 @@ def _runnable(words: list[str], cwd: Path) -> list[str] | None:
         rest = rest[:at] + rest[at + 2:]
     return [*words[1:len(words) - len(rest)], *rest, *TINY.get(command.name, []), "-q"] \
         if any("-q" in p.opts for p in command.params) else [*words[1:len(words) - len(rest)], *rest]
+
+
+def bundled_manifests() -> dict[str, Path]:
+    from sfapprox.datasets.bundled import bundled_manifests
+
+    return bundled_manifests()
 
 
 def _has_matplotlib() -> bool:
@@ -189,18 +195,18 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("path", [p for p, c in COMMANDS if not hasattr(c, "list_commands")], ids=" ".join)
 def test_each_example_runs(path, tmp_path):
-    """Each example runs as shown (with --quiet and a few iterations), on the repository's manifests and on
+    """Each example runs as shown (with --quiet and a few iterations), on the bundled manifests and on
     small files of the names it gives; those that download (batch, datasets fetch) are parsed only, and
     their manifest and entries must exist."""
     (words,) = examples(rendered_help(path))
     cwd = tmp_path / "repo"
-    shutil.copytree(ROOT / "data_manifests", cwd / "data_manifests")
+    cwd.mkdir()
     args = _runnable(words, cwd)
     if args is None:
         from sfapprox.datasets.manifest import load_manifest
 
         _, rest = resolve(words)
-        manifest = load_manifest(cwd / rest[0])
+        manifest = load_manifest(rest[0])  # (a bundled manifest's name)
         names = {entry.name for entry in manifest.entries}
         if "--only" in rest:
             assert set(rest[rest.index("--only") + 1].split(",")) <= names, (words, sorted(names))
@@ -237,8 +243,7 @@ def test_deprecated_names_are_hidden_and_say_what_replaces_them():
                                             (["--force"], ["--redo"], "batch --force is deprecated")])
 def test_a_deprecated_name_still_works_with_its_note(old, new, note, tmp_path):
     """batch's old names run as the new ones do, and say so (a batch of one small entry)."""
-    manifest = ROOT / "data_manifests" / "synthetic.toml"
-    base = ["batch", str(manifest), "--only", "random-sparse-64", "--methods", "tsvd"]
+    base = ["batch", "synthetic", "--only", "random-sparse-64", "--methods", "tsvd"]
     args = base + (["--out-dir", str(tmp_path / "runs")] if "--out" not in old else []) + \
         [str(tmp_path / w) if w == "runs" else w for w in old]
     done = _run(args, tmp_path)
@@ -332,8 +337,9 @@ def test_help_reads_whole_in_a_terminal_and_through_a_pipe(path):
 def test_the_usage_line_names_an_argument_as_click_does():
     """Typer wrote ``Usage: sfapprox datasets list [OPTIONS] {manifest}``, a placeholder left unfilled to the eye;
     the usage line and the error for a missing argument name it as click and man pages do."""
-    text = rendered_help(["datasets", "list"])
+    text = rendered_help(["datasets", "verify"])
     assert text.startswith("Usage: ") and text.splitlines()[0].endswith("[OPTIONS] MANIFEST")
+    assert rendered_help(["datasets", "list"]).splitlines()[0].endswith("[OPTIONS] [MANIFEST]")  # (optional)
     res = CliRunner().invoke(app, ["fit"])
     assert res.exit_code == 2 and "Missing argument 'PATH'" in res.output, res.output
 
