@@ -1493,7 +1493,7 @@ def test_a_usage_error_quoting_a_control_character_is_escaped(capsys):
     from sfapprox.cli import _usage_error
 
     usage_error = next(k for k in typer.BadParameter.__mro__ if k.__name__ == "UsageError")
-    assert _usage_error(usage_error(f"No such option: --a\x1b[2J\u202eb")) == 2
+    assert _usage_error(usage_error("No such option: --a\x1b[2J\u202eb")) == 2
     said = capsys.readouterr().err
     assert not _raw_controls(said) and "--a\\x1b[2J\\u202eb" in said
 

@@ -157,6 +157,18 @@ def test_missing_manifest_file(tmp_path):
         load_manifest(tmp_path / "nope.toml")
 
 
+def test_a_manifest_link_that_loops_or_dangles_is_said_to(tmp_path):
+    """A loop of links, or a link whose file was moved, is named as one (it was "no such manifest file" of a
+    name ``ls`` lists), as every other input says it."""
+    (tmp_path / "a.toml").symlink_to(tmp_path / "b.toml")
+    (tmp_path / "b.toml").symlink_to(tmp_path / "a.toml")
+    with pytest.raises(ManifestError, match=r"a.toml: a symbolic link that leads back to itself \(a loop\)"):
+        load_manifest(tmp_path / "a.toml")
+    (tmp_path / "c.toml").symlink_to(tmp_path / "moved.toml")
+    with pytest.raises(ManifestError, match=r"c.toml: a symbolic link to .*moved.toml, which does not exist"):
+        load_manifest(tmp_path / "c.toml")
+
+
 def test_manifest_errors_are_input_errors():
     assert issubclass(ManifestError, InputError)
 
@@ -280,7 +292,7 @@ def test_load_value_errors_name_the_manifest_s_keys_when_the_batch_command_reads
     from sfapprox._errors import spelled_for
 
     entry = {"name": "a", "category": "network", "file": "pts.csv", "load": load}
-    with spelled_for("cli"), pytest.raises(ManifestError, match=rf"entry 'a': load options: ") as caught:
+    with spelled_for("cli"), pytest.raises(ManifestError, match=r"entry 'a': load options: ") as caught:
         parse_manifest({"matrix": [entry]}, "m.toml")
     assert f"--{key}" not in str(caught.value) and key in str(caught.value)
 

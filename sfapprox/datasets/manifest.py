@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 
 from .._atomic import resolved_path
 from .._errors import InputError, ParameterError
+from ..io._common import missing_why
 from .bundled import bundled_manifests, locate_manifest
 from .synthetic import check_params, generator_params
 
@@ -315,8 +316,9 @@ def load_manifest(path: str | os.PathLike) -> Manifest:
     if p.is_dir():
         raise ManifestError(f"{display}: is a folder; give the manifest file (.toml) in it")
     if not p.is_file():
-        raise ManifestError(f"{display}: no such manifest file (the bundled manifests, given by name: "
-                            f"{', '.join(bundled_manifests())})")
+        why = missing_why(p)  # (a loop of links, or a link whose file moved, said "no such manifest file")
+        raise ManifestError(f"{display}: " + (f"no such manifest file (the bundled manifests, given by name: "
+                                              f"{', '.join(bundled_manifests())})" if why == "no such file" else why))
     try:
         # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the TOML
         data = tomllib.loads(p.read_text(encoding="utf-8-sig"))
