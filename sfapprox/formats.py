@@ -1269,10 +1269,14 @@ def render_rich(tables: list[Table], width: int | None = None, *, capped: bool =
         For each table: its title (a ``Text``), one ``rich.table.Table`` per
         part, then its notes (``Text`` each).
     """
-    # here: only terminal tables need rich, not the file writers
-    from rich import box
-    from rich.table import Table as RichTable
-    from rich.text import Text
+    from ._global_state import python_random_kept
+
+    # here: only terminal tables need rich, not the file writers (imported with the caller's random state
+    # put back: rich draws from it as it loads)
+    with python_random_kept():
+        from rich import box
+        from rich.table import Table as RichTable
+        from rich.text import Text
 
     out: list[Any] = []
     for whole in tables:

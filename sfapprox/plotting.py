@@ -52,7 +52,8 @@ def _new_figure(**kwargs):
     backend, and ``matplotlib.use("Agg")``, which this called for one, changed the caller's backend for
     the rest of the process (a notebook's inline figures stopped showing after a plot function).  This
     figure draws on its own canvas (``savefig`` takes the file format's), and pyplot's list of open
-    figures never holds it (nothing to close: it is freed with its last reference).
+    figures never holds it (nothing to close: the figure, its canvas and axes refer to each other, and
+    Python's cycle collector frees them once nothing else does).
     """
     try:
         # (``import a.b``, not ``from a.b import``: it asks for ``matplotlib`` itself first, so a missing one

@@ -118,7 +118,7 @@ def integer(*names: str, min: int, max: int | None = None, **kwargs: Any) -> Any
     return typer.Option(*names, min=min, max=max, parser=parse, **kwargs)
 
 
-MatrixPath = Annotated[Path, typer.Argument(help="Matrix file (.mtx, .net/.paj, .mat, .npy, .csv, image, ...; see 'sfapprox formats').", show_default=False)]
+MatrixPath = Annotated[Path, typer.Argument(help="Matrix file (.mtx, .net/.paj, .mat, .npy, .csv, image, ...; see 'sfapprox formats').", show_default=False, metavar="PATH")]
 #: The methods compare/sweep/batch run when --methods is not given.
 DEFAULT_METHODS = ",".join(_DEFAULT_METHODS)
 # The names are not listed here: that would import every method (and torch) for --help.

@@ -19,7 +19,7 @@ from ._app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED, app, error_boun
 from ._render import (Outputs, check_outputs, draws_progress, line_progress, literal, note, say_error, show_tables,
                       write_outputs)
 
-ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest: a .toml file, or a bundled one's name (`sfapprox datasets list` names them), e.g. synthetic.", show_default=False)]
+ManifestPath = Annotated[Path, typer.Argument(help="Dataset manifest: a .toml file, or a bundled one's name (`sfapprox datasets list` names them), e.g. synthetic.", show_default=False, metavar="MANIFEST")]
 OutDir = Annotated[Optional[Path], typer.Option("--out-dir", help="Output folder: results.jsonl, factors/, report.md/.csv/.tex/.json (required).", show_default=False, metavar="DIR")]
 
 
@@ -311,7 +311,7 @@ def _after_run(summary, out_dir: Path) -> None:
 @o.options(o.output_group("report as JSON (every result line, with its settings, and the library versions; of a "
                           "compare's or sweep's JSON, that JSON)"))
 def report(
-    out_dir: Annotated[Path, typer.Argument(help="A batch output folder (holding results.jsonl), or the JSON file that compare --json or sweep --json wrote.", show_default=False)],
+    out_dir: Annotated[Path, typer.Argument(help="A batch output folder (holding results.jsonl), or the JSON file that compare --json or sweep --json wrote.", show_default=False, metavar="OUT_DIR")],
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Of a sweep's JSON: its figure again, as sweep --plot wrote it (needs matplotlib).", metavar="FILE")] = None,
     *,
     outputs,

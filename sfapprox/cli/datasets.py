@@ -24,7 +24,7 @@ datasets_app = typer.Typer(
 app.add_typer(datasets_app)
 
 _MANIFEST_HELP = "Dataset manifest: a .toml file, or a bundled one's name (`sfapprox datasets list` names them), e.g. paper-table1."
-ManifestPath = Annotated[Path, typer.Argument(help=_MANIFEST_HELP, show_default=False)]
+ManifestPath = Annotated[Path, typer.Argument(help=_MANIFEST_HELP, show_default=False, metavar="MANIFEST")]
 DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for the files (used and verified, nothing downloaded); it must exist.", metavar="DIR")]
 Only = Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).", metavar="NAMES")]
 
@@ -66,7 +66,7 @@ def _counts(rows: list[dict]) -> str:
 @o.options(o.output_group("entries as JSON"))
 def list_entries(
     manifest: Annotated[Optional[Path], typer.Argument(help=_MANIFEST_HELP + " Left out: the bundled manifests.",
-                                                       show_default=False)] = None,
+                                                       show_default=False, metavar="MANIFEST")] = None,
     data_dir: DataDir = None,
     only: Only = None,
     verbose: Annotated[bool, o.flag("--verbose", "-v", help="Also show each entry's source (URL or generator).")] = False,

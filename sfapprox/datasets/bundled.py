@@ -93,7 +93,7 @@ def locate_manifest(given: str | os.PathLike) -> ManifestFile:
     """
     shown = os.fspath(given)
     path = Path(given)
-    if path.is_file():
+    if path.is_file() or path.is_symlink():  # (a link that loops or dangles: named as one when it is read)
         return ManifestFile(path, shown)
     bundled = bundled_manifests()
     stem = path.name[: -len(".toml")] if path.name.lower().endswith(".toml") else path.name

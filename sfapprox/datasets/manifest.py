@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from .._atomic import resolved_path
-from .._errors import InputError, ParameterError
+from .._errors import InputError, ParameterError, user_stacklevel
 from ..io._common import missing_why
 from .bundled import bundled_manifests, locate_manifest
 from .synthetic import check_params, generator_params
@@ -311,7 +311,7 @@ def load_manifest(path: str | os.PathLike) -> Manifest:
     if located.moved:
         # a FutureWarning, not a DeprecationWarning: the path is in users' scripts and command lines, and
         # Python hides a DeprecationWarning from both (the command line shows it as one "warning:" line)
-        warnings.warn(located.moved, FutureWarning, stacklevel=2)
+        warnings.warn(located.moved, FutureWarning, stacklevel=user_stacklevel())
     display, p = located.shown, located.path
     if p.is_dir():
         raise ManifestError(f"{display}: is a folder; give the manifest file (.toml) in it")
