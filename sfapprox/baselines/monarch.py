@@ -762,7 +762,7 @@ register(
         access=("dense", "columns"),
         # the padded slabs and their SVDs: 3.4-4.5 N'^2 float64 measured (N = 256-1000), N' the largest
         # padded order among the shapes tried
-        working_memory=lambda n: 5 * 8 * max(b1 * b2 for b1, b2 in monarch_shapes(n)[:MAX_SHAPES]) ** 2,
+        working_memory=lambda n: 5 * 8 * max(b1 * b2 for b1, b2 in monarch_shapes(n, first=MAX_SHAPES)) ** 2,
         # from columns: the blocks' factors as they are projected; measured 2.8-3.1 x 8 budget by tracemalloc
         # (N = 3,000), and up to 4.2 in peak RSS beside the blocks (N = 4,096, method_memory_formed.md)
         columns_memory=lambda n, budget: 8 * 5 * budget,
