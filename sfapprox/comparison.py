@@ -1000,7 +1000,8 @@ def check_methods_memory_from_columns(names: Sequence[str], source: MatrixSource
         raise ResourceError(f"{source.name}: no method asked for fits the memory limit of {format_bytes(limit)} from "
                             f"the columns of the {source.n:,} x {source.n:,} matrix at a budget of {budget:,} (what "
                             f"each keeps, with its passes' blocks, half the limit: {asked}); raise the limit with "
-                            f"{parameter('max_memory')}{runs} if the machine has the room, or lower the budget")
+                            f"{parameter('max_memory')}{runs} if the machine has the room, or lower the budget "
+                            f"({parameter('budget')})")
 
 
 def score_from_columns(source: MatrixSource, results: Sequence[MethodResult], settings: FitSettings,

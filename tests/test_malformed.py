@@ -432,11 +432,27 @@ def test_two_mode_network_checked_at_its_projected_order(tmp_path):
     path.write_text("*Vertices 100003 3\n*Edges\n1 4\n2 4\n3 100003\n")
     res = _run("info", path, "--max-memory", "64M")
     assert res.exit_code == 0, res.output
-    # Bipartite, its order is 100,003: kept sparse, but a surrogate at SF's budget (30.6 million numbers)
-    # is over 64 MiB: refused from the header still.
-    line = _assert_one_line_error(_run("info", path, "--max-memory", "64M", "--two-mode", "bipartite"),
-                                  "two_mode.net", "network matrix of order 100,003 (kept sparse")
-    assert "SF's budget of 30,600,918 numbers" in line and "64.0 MiB" in line
+    # Bipartite, its order is 100,003: kept sparse; SF's budget (30.6 million numbers) is over 64 MiB, but the
+    # header refuses only an order where no method has room; info says what SF needs.
+    res = _run("info", path, "--max-memory", "64M", "--two-mode", "bipartite")
+    assert res.exit_code == 0, res.output
+    assert "100,003 x 100,003" in res.output and "no: needs --max-memory" in res.output
+
+
+def test_sparse_order_refused_only_where_no_method_fits(tmp_path):
+    """A graph of N = 1,000,000 was refused under a 2 GiB limit for a surrogate at SF's budget (3.1 GiB),
+    also for methods and a budget that fit: here N = 100,000 (SF's 233 MiB) and sparse at 300,000 numbers
+    under 64 MiB, which runs."""
+    path = tmp_path / "graph.mtx"
+    path.write_text(MM + "100000 100000 3\n1 1 1.0\n2 2 2.0\n7 3 1.5\n")
+    res = _run("compare", path, "--methods", "sparse", "--budget", "300000", "--max-memory", "64M", "--json", "-")
+    assert res.exit_code == 0, res.output
+    row, = json.loads(res.stdout[res.stdout.index("{"):])["results"]
+    assert row["status"] == "ok" and row["rel_error"] == 0.0 and row["error_estimate"]["exact"]
+    # at SF's budget (the default) nothing fits: one line naming both options that would help
+    line = _assert_one_line_error(_run("compare", path, "--methods", "sparse,rsvd", "--max-memory", "64M", "-q"),
+                                  "graph", "no method asked for fits the memory limit of 64.0 MiB")
+    assert "--max-memory" in line and "lower the budget (--budget)" in line
 
 
 def test_headerless_mtx_loads_with_format_ijv(tmp_path):
@@ -526,8 +542,8 @@ def test_huge_order_with_two_entries_refused_from_the_header(tmp_path):
     # shows the refusal came from the header, before anything was allocated.
     line = _assert_one_line_error(_run("info", path, "--max-memory", "64M"), "huge.mtx",
                                   "matrix of order 90,000,000 (kept sparse, its dense form 57.6 PiB")
-    assert " an 90" not in line and "a surrogate at SF's budget of 68,040,000,000 numbers" in line
-    assert "needs about 506.9 GiB" in line
+    assert " an 90" not in line and "the least surrogate, rank one, of 180,000,001 numbers" in line
+    assert "needs about 1.3 GiB" in line
 
 
 # ---------------------------------------------------------------------------

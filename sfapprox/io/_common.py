@@ -55,8 +55,8 @@ def check_order(n: int, src: "Source", what: str = "matrix", *, dense: bool = Tr
     a 2-mode network to be projected).  A reader that builds a sparse matrix says so
     (``sparse=True``): where the source keeps such matrices sparse
     (:attr:`Source.keep_sparse`, what :func:`~sfapprox.io.open_matrix` reads with: the
-    methods then work from its columns), its dense form need not fit, but a surrogate at
-    SF's budget must (:func:`check_sparse_order`).  Orders beyond :data:`MAX_DIM` are
+    methods then work from its columns), its dense form need not fit, but the least surrogate
+    must (:func:`check_sparse_order`).  Orders beyond :data:`MAX_DIM` are
     refused whatever the limit, as are orders whose sparse row pointers (``8 (n + 1)``
     bytes, twice while converting) exceed it.  Every message gives the estimate and the limit.
     """
@@ -86,15 +86,18 @@ def check_order(n: int, src: "Source", what: str = "matrix", *, dense: bool = Tr
 
 
 def check_sparse_order(n: int, src: "Source", what: str = "matrix") -> None:
-    """Refuse, from the header, a matrix kept sparse whose order leaves no method room: a surrogate
-    at SF's budget (``N K M`` numbers, the budget a comparison takes by default; 8 bytes each) over
-    the memory limit.  A 90,000,000-order file with two entries would otherwise allocate its row
-    pointers (1.4 GB) and its source's before every method refused it."""
-    from ..budget import sf_count  # here: the budget module is not needed to read a file otherwise
+    """Refuse, from the header, a matrix kept sparse whose order leaves no method room: the least
+    surrogate any method stores (rank one, ``2 N + 1`` numbers; 8 bytes each) over the memory limit.
+    A 90,000,000-order file with two entries would otherwise allocate its row pointers (1.4 GB) and
+    its source's before every method refused it.  Not SF's budget (``N K M``, the budget a comparison
+    takes by default): a graph of N = 1,000,000 was refused under a 2 GiB limit for SF's 3.1 GiB, also
+    for ``--methods sparse,rsvd --budget 2200000``, which fit; each method's own check refuses a budget
+    over the limit, and names ``--budget``."""
+    from ..budget import tsvd_count  # here: the budget module is not needed to read a file otherwise
 
-    stored = 8 * sf_count(n)
-    check_memory(stored, what=f"{src.display}: {what} of order {n:,} (kept sparse, its dense form "
-                               f"{format_bytes(8.0 * n * n)}; a surrogate at SF's budget of {stored // 8:,} numbers)",
+    least = tsvd_count(n, 1)
+    check_memory(8 * least, what=f"{src.display}: {what} of order {n:,} (kept sparse, its dense form "
+                                 f"{format_bytes(8.0 * n * n)}; the least surrogate, rank one, of {least:,} numbers)",
                  limit=src.max_memory)
 
 
