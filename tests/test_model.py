@@ -1218,3 +1218,15 @@ def test_after_a_stop_while_the_kernels_compile_the_next_fits_compile_and_cache_
            "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, env=env)
     assert done.stdout.split() == ["True", "True"], done.stderr[-3000:]
+
+
+def test_a_column_fit_refused_names_fewer_factors_where_they_reach_every_entry():
+    """The refusal of SF from column blocks said "raise the limit or use a smaller input", where fewer factors
+    (the fewest that still reach every entry) need less: N = 20,000, 15 factors need 523 MiB, 12 need 468."""
+    X = scipy.sparse.csr_array(([1.0], ([0], [0])), shape=(20_000, 20_000))
+    with pytest.raises(ResourceError, match=r"fit fewer factors \(n_factors=12, the fewest that reach every entry, "
+                                            r"needs about 467\.5 MiB"):
+        ChordSF(max_memory="300M").check_memory_first(X)
+    with pytest.raises(ResourceError) as refused:  # already the fewest: nothing more to say
+        ChordSF(n_factors=12, max_memory="300M").check_memory_first(X)
+    assert "fewer factors" not in str(refused.value) and "use a smaller input" in str(refused.value)

@@ -178,6 +178,24 @@ def test_a_memory_refusal_comes_before_the_kernels_and_the_timing(monkeypatch, f
     assert row.status == "not applicable" and "from its column blocks" in row.reason, row.reason
 
 
+def test_a_memory_refusal_names_the_least_budget_where_it_fits():
+    """A graph of N = 1,000,000 from column blocks: SF at the default budget (base 2) needed 21.4 GiB over an
+    18.8 GiB limit, and the row said "raise the limit or use a smaller input", while SF's least budget
+    (base 7, fewer values per row) needs 15.7 GiB.  Here N = 20,000 (467 MiB and 402 MiB): a 450 MiB limit
+    names the least budget, a 380 MiB one (where that does not fit either) does not."""
+    import scipy.sparse as sp
+
+    from sfapprox.budget import sf_min_budget
+
+    X = sp.csr_array(([1.0, 2.0, 1.5], ([0, 1, 6], [0, 1, 2])), shape=(20_000, 20_000))
+    least = sf_min_budget(20_000)
+    fits = compare(X, ["sf"], time_limit=5.0, device="cpu", max_memory=450 << 20).results[0]
+    assert fits.status == "not applicable" and f"at SF's least budget, budget={least}, it fits" in fits.reason
+    short = compare(X, ["sf"], time_limit=5.0, device="cpu", max_memory=380 << 20).results[0]
+    assert short.status == "not applicable" and "from its column blocks" in short.reason
+    assert "least budget" not in short.reason, short.reason
+
+
 def test_the_early_check_leaves_a_fit_that_fits_to_its_factory(monkeypatch):
     """Checked for the fewest factors a time limit may keep: a limit that fits them is no refusal."""
     calls = []

@@ -24,7 +24,7 @@ import numpy as np
 
 from .._base import MethodSpec, RunContext, register
 from .._settings import SF_FLOAT32_MIN_N
-from .._errors import BudgetError, parameter
+from .._errors import BudgetError, ResourceError, parameter
 from .._progress import phase
 from ..budget import SFConfig, sf_config_for_budget, sf_min_budget, sf_structure
 from ..chord import min_full_factors, support_offsets
@@ -148,6 +148,23 @@ def sf_check_first(X, budget: int, context: RunContext, *, support: str = "chord
     BudgetError
         As :func:`sf_estimator`, where no structure fits the budget.
     """
+    try:
+        _check_structure(X, budget, context, support)
+    except ResourceError as refused:
+        least = sf_min_budget(X.shape[0], support=support) if support != "butterfly" else None
+        if least is None or least >= budget:
+            raise
+        try:  # the least budget's structure (another base, fewer offsets) may fit where this one does not
+            _check_structure(X, least, context, support)
+        except ResourceError:
+            raise refused from None
+        raise ResourceError(f"{refused}; at SF's least budget, {parameter('budget', least)}, it fits the "
+                            "limit") from None
+
+
+def _check_structure(X, budget: int, context: RunContext, support: str) -> None:
+    """:meth:`~sfapprox.sf.model.ChordSF.check_memory_first` of the structure :func:`sf_estimator` fits at
+    ``budget`` (under a time limit, with the fewest factors it may keep)."""
     ChordSF = _chord_sf(context.callback)
     n = X.shape[0]
     params, full = _planned(n, budget, context, support)

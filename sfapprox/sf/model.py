@@ -50,6 +50,7 @@ from .._validation import (
     COMPILED_WORKING_SET,
     LIBRARY_WORKING_SET,
     check_memory,
+    format_bytes,
     held_bytes,
     memory_limit,
 )
@@ -806,7 +807,24 @@ class ChordSF(Approximation):
         full = memory_limit(self._max_memory_bytes)
         check_memory(self._least_columns_need(n), limit=full,
                      held=held if full is not None else 0,  # the user's limit, in the message
-                     what=f"fitting SF to {name} ({n:,} x {n:,}) from its column blocks")
+                     what=f"fitting SF to {name} ({n:,} x {n:,}) from its column blocks",
+                     advice=self._fewer_factors_advice(n))
+
+    def _fewer_factors_advice(self, n: int) -> str:
+        """What else a refusal of the fit from column blocks can advise: fewer factors where fewer still reach
+        every entry, with what they need (N = 1,000,000: 20 factors need 21.4 GiB, the fewest, 12, about 13
+        GiB, under an 18.8 GiB limit; the refusal said only "raise --max-memory or use a smaller input")."""
+        from . import _columns
+
+        offsets, n_factors = self._structure(n)
+        fewest = min_full_factors(n, offsets, n_factors)
+        if fewest is None or fewest >= n_factors:
+            return "use a smaller input"
+        _, history, libraries = _column_plan()
+        need = _columns.column_fit_memory(n, fewest, len(offsets), 1, history=history) + libraries
+        return (f"fit fewer factors ({parameter('n_factors', fewest)}, the fewest that reach every entry, needs "
+                f"about {format_bytes(need)}; a comparison fits fewer at a lower {parameter('budget')}), or use a "
+                "smaller input")
 
     def _fits_in_memory(self, X) -> bool:
         """Whether the in-memory L-BFGS fit of ``X`` (formed, if a source) fits the memory limit.
