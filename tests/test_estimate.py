@@ -65,6 +65,27 @@ def test_sampling_stops_at_the_time_limit_or_the_tolerance(fake_clock, monkeypat
     assert full.exact and full.columns == 800
 
 
+def test_the_first_block_times_the_pass_before_it_overruns_the_limit(fake_clock, monkeypatch):
+    """Blocks sized by the memory limit alone: the first (2,527 columns of a graph of N = 100,000, SF's 14
+    factors) took 99 s of a 30 s scoring limit before the pass looked at the clock.  Here each column "takes"
+    1 s and the memory allows all 800 in one block: the first block is a short one, the rest are cut to the
+    time left, and the pass ends within the limit."""
+    K, X, A = _kernel_and_rank()
+    import sfapprox.sources._base as base
+
+    real = base.MatrixSource.columns
+
+    def one_second_per_column(self, J):
+        fake_clock.advance(float(len(J)))
+        return real(self, J)
+
+    monkeypatch.setattr(base.MatrixSource, "columns", one_second_per_column)
+    timed = estimate_errors(K, {"a": A}, time_limit=100.0, rtol=1e-9, max_memory=1 << 30, seed=3)["a"]
+    assert not timed.exact and timed.columns == 100 and fake_clock() <= 100.0
+    lo, hi = timed.fro_interval
+    assert lo <= timed.fro_error <= hi
+
+
 def test_the_intervals_hold_the_exact_error_about_95_percent_of_the_time():
     K, X, A = _kernel_and_rank()
     E = X - A
