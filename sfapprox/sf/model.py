@@ -29,7 +29,7 @@ from .. import _streams, _timing
 from .._atomic import FileStamp, OutputError, OutputExistsError, check_writable, output_target
 from .._base import Approximation
 from .._device import resolve_device, resolve_dtype
-from .._errors import ConvergenceWarning, ParameterError, parameter, parameters, user_stacklevel
+from .._errors import ConvergenceWarning, ParameterError, ResourceError, parameter, parameters, user_stacklevel
 from .._progress import coarse_progress, kernel_phase, phase
 from .._progress_line import progress_shown
 from .._settings import (
@@ -805,10 +805,14 @@ class ChordSF(Approximation):
         memory (``held`` bytes), are over the memory limit.  Wider blocks are taken only where they
         fit (:func:`~._columns.column_width`), so this is the fit's one memory refusal."""
         full = memory_limit(self._max_memory_bytes)
-        check_memory(self._least_columns_need(n), limit=full,
-                     held=held if full is not None else 0,  # the user's limit, in the message
-                     what=f"fitting SF to {name} ({n:,} x {n:,}) from its column blocks",
-                     advice=self._fewer_factors_advice(n))
+        checked = dict(limit=full, held=held if full is not None else 0,  # the user's limit, in the message
+                       what=f"fitting SF to {name} ({n:,} x {n:,}) from its column blocks")
+        need = self._least_columns_need(n)
+        try:
+            check_memory(need, **checked)
+        except ResourceError:  # refused: only then is the advice worked out (the fewest factors: O(M K N))
+            check_memory(need, advice=self._fewer_factors_advice(n), **checked)
+            raise
 
     def _fewer_factors_advice(self, n: int) -> str:
         """What else a refusal of the fit from column blocks can advise: fewer factors where fewer still reach
