@@ -2437,6 +2437,15 @@ def test_batch_takes_a_bundled_manifest_s_name(tmp_path, monkeypatch):
     assert pairs(lines(tmp_path / "out")) == [("random-sparse-64", "tsvd")]
 
 
+def test_run_batch_on_an_old_clone_path_warns_at_the_caller_s_line(tmp_path):
+    """The FutureWarning of an old ``data_manifests/`` path names the script's line that called run_batch,
+    not sfapprox's own (``batch.py:599``), so a script's author finds the line to change."""
+    with pytest.warns(FutureWarning, match="give the name synthetic") as said:
+        run_batch(tmp_path / "data_manifests" / "synthetic.toml", tmp_path / "out", BatchOptions(methods=("tsvd",)),
+                  only=["random-sparse-64"])
+    assert [w.filename for w in said if issubclass(w.category, FutureWarning)] == [__file__]
+
+
 def test_batch_on_an_old_clone_path_says_one_line_and_runs(tmp_path):
     """README's `sfapprox batch data_manifests/synthetic.toml ...`, in users' scripts: the manifests moved into
     the package; the run goes on with the bundled one, after one line on stderr."""

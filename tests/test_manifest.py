@@ -157,6 +157,15 @@ def test_missing_manifest_file(tmp_path):
         load_manifest(tmp_path / "nope.toml")
 
 
+def test_a_manifest_link_named_as_a_bundled_one_is_still_that_link(tmp_path, monkeypatch):
+    """A link ``synthetic.toml`` whose file moved is said to be one, not replaced by the bundled manifest
+    of that name (a file at the path given is that manifest, a dangling link too)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "synthetic.toml").symlink_to(tmp_path / "gone.toml")
+    with pytest.raises(ManifestError, match=r"^synthetic.toml: a symbolic link to .*gone.toml, which does not exist"):
+        load_manifest("synthetic.toml")
+
+
 def test_a_manifest_link_that_loops_or_dangles_is_said_to(tmp_path):
     """A loop of links, or a link whose file was moved, is named as one (it was "no such manifest file" of a
     name ``ls`` lists), as every other input says it."""
@@ -355,8 +364,10 @@ def test_a_bundled_manifest_is_read_by_its_name(tmp_path, monkeypatch):
 
 def test_an_old_clone_path_reads_the_bundled_manifest_with_a_future_warning(tmp_path):
     old = tmp_path / "data_manifests" / "synthetic.toml"
-    with pytest.warns(FutureWarning, match=rf"^{re.escape(str(old))}: .* deprecated .* give the name synthetic"):
+    with pytest.warns(FutureWarning, match=rf"^{re.escape(str(old))}: .* deprecated .* give the name synthetic") \
+            as said:
         m = load_manifest(old)
+    assert said[0].filename == __file__  # the caller's line, not sfapprox's (so a script's author finds it)
     assert m.file == str(SYNTHETIC) and m.path == "synthetic" and m.names() == load_manifest(SYNTHETIC).names()
 
 

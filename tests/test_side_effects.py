@@ -469,6 +469,10 @@ import random, sys
 import numpy as np, torch, sfapprox
 from sfapprox.describe import describe
 from sfapprox.io import as_loaded
+from sfapprox.formats import Column, Table, render_rich
+
+table = Table("t", [Column("a", "a", "left")])
+table.add({"a": "x"})
 
 def states():
     return (random.getstate(), np.random.get_state()[1].tobytes(), torch.random.get_rng_state().numpy().tobytes())
@@ -477,6 +481,7 @@ random.seed(7); np.random.seed(7); torch.manual_seed(7)
 seeded = states()
 X = as_loaded(np.random.default_rng(0).standard_normal((24, 24)), "x")
 for name, call in [
+    ("render_rich", lambda: render_rich([table])),  # (first: the formats' own import of rich, no display before)
     ("compare(progress=True)", lambda: sfapprox.compare(X, "sf,tsvd,rsvd,nystrom,nmf", time_limit=0.2, progress=True)),
     ("fit_sf(progress=True)", lambda: sfapprox.fit_sf(X.matrix, time_limit=0.2, progress=True)),
     ("sweep(progress=True)", lambda: sfapprox.sweep.sweep(X, "0.2", "tsvd", progress=True)),
