@@ -472,3 +472,24 @@ def test_a_sparse_operator_of_no_square_matrix_is_one_parameter_error(value, got
     with pytest.raises(ParameterError) as info:
         SparseOperator(value)
     assert str(info.value) == f"a square matrix is needed, got {got}"
+
+
+def test_from_a_matrix_held_sparse_the_fit_is_charged_for_its_non_zeros_not_the_whole_budget():
+    """Top-s of a matrix held sparse keeps its non-zeros at most (``2·nnz + N + 1`` numbers), whatever the
+    budget: the fit was refused for 48 bytes a number of the budget (a graph of N = 1,000,000 and
+    10,000,000 non-zeros was told to raise the limit to 37.7 GiB; its comparison peaked at 0.85 GiB)."""
+    from sfapprox import ResourceError
+    from sfapprox._base import least_columns_limit
+    from sfapprox.sources import SparseSource
+
+    n = 2000
+    A = sp.random(n, n, density=5 / n, random_state=1, format="csr")
+    source = SparseSource(A + A.T)
+    spec, budget = get_method("sparse"), n * n // 2
+    limit = 16 << 20  # far below 48 bytes a number of the budget (96 MB)
+    fit = SparseApproximation(budget=budget, max_memory=limit).fit(source)
+    assert fit.params_["from"] == "columns" and fit.params_["exact"]
+    assert (fit.S_ != source.sparse_matrix).nnz == 0 and fit.n_stored_ < budget // 40
+    assert least_columns_limit(spec, source, budget) < limit
+    with pytest.raises(ResourceError):  # the bound is the non-zeros': a limit below their need is refused
+        SparseApproximation(budget=budget, max_memory=least_columns_limit(spec, source, budget) // 2).fit(source)

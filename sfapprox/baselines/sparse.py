@@ -677,5 +677,7 @@ register(
         sparse_memory=sparse_memory,
         # the entries kept (a block's candidates are sized with the block: 8 more columns per column)
         columns_memory=lambda n, budget: 8 * 6 * budget,
+        # of a matrix held sparse it keeps its non-zeros at most, whatever the budget
+        columns_kept=sparse_count,
     )
 )
