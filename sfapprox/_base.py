@@ -708,6 +708,19 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
                       f"it runs from a limit of {format_bytes(least_columns_limit(spec, source, budget), up=True)})")
 
 
+def lacking(spec, facts: Mapping[str, Any]) -> list[str]:
+    """The properties ``spec`` needs (:attr:`MethodSpec.needs`) that ``facts`` (a matrix's summary: its
+    ``symmetric``, ``psd``, ``nonnegative``) say the matrix lacks; one not known (None) is not lacking.
+    A method that lacks one is refused whatever the budget and the memory.
+
+    Examples
+    --------
+    >>> lacking(get_method("nystrom"), {"symmetric": True, "psd": False}), lacking(get_method("rsvd"), {})
+    (['psd'], [])
+    """
+    return [fact for fact in spec.needs if facts.get(fact) is False]
+
+
 def kept_budget(spec, source: MatrixSource, budget: int) -> int:
     """The numbers ``spec``'s fit from ``source``'s columns keeps at most at ``budget``: the budget, or
     less where the source holds the matrix sparse and the method keeps no more than its entries

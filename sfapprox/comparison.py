@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from ._base import (RunContext, check_columns_memory, columns_need, get_method, in_memory_or_columns,
-                    least_columns_limit, method_need, methods, parse_methods, run_order)
+                    lacking, least_columns_limit, method_need, methods, parse_methods, run_order)
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line, parameter
 from ._executors import Executor
 from ._moved import moved_names
@@ -992,9 +992,11 @@ def check_methods_memory_from_columns(names: Sequence[str], source: MatrixSource
     needs = needs_if_none_fits([name for name in names if "columns" in get_method(name).access], need_of, limit)
     if needs:
         asked = ", ".join(f"{name} about {format_bytes(b)}" for name, b in needs.items())
-        # the limit each would run from (its need above grows with the limit: the blocks take half of it)
+        # the limit each would run from (its need above grows with the limit: the blocks take half of it), of
+        # the methods that apply: "where nystrom runs" was said of a graph that is not positive semi-definite
+        facts = source.summary()
         least = {name: least_columns_limit(get_method(name), source, budget) for name in needs
-                 if get_method(name).columns_memory is not None}
+                 if get_method(name).columns_memory is not None and not lacking(get_method(name), facts)}
         first = min(least, key=least.get, default=None)
         runs = f" to at least {format_bytes(least[first], up=True)} (where {first} runs)" if first else ""
         raise ResourceError(f"{source.name}: no method asked for fits the memory limit of {format_bytes(limit)} from "

@@ -8,7 +8,7 @@ from typing import Any
 
 from scipy.sparse.linalg import LinearOperator
 
-from ._base import RunContext, least_columns_limit, methods
+from ._base import RunContext, lacking, least_columns_limit, methods
 from ._errors import parameter, reader
 from ._params import MEMORY_LIMIT
 from ._settings import COUNT_INDICES, FitSettings
@@ -185,7 +185,7 @@ def describe(matrix: MatrixInput, *, count_indices: bool = COUNT_INDICES,
         need = spec.min_budget(n, context)
         # a property the matrix lacks rules the method out whatever the budget (Nyström, NMF)
         # (the first one it lacks: a matrix that is not symmetric is not PSD either, and the cell stays short)
-        lacks = [_FACT_WORDS.get(fact, fact) for fact in spec.needs if summary.get(fact) is False][:1]
+        lacks = [_FACT_WORDS.get(fact, fact) for fact in lacking(spec, summary)][:1]
         if lacks:
             need = None
         runs = _runs(spec, matrix, need, count, lacks, max_memory, streamed=streamed) if loaded is None else None

@@ -1396,3 +1396,22 @@ def test_a_stopped_row_scored_from_columns_is_scored_without_compiling_the_apply
     score_from_columns(as_source(X), [row], FitSettings(device="cpu", time_limit=60, seed=0))
     assert bool(compiled) != stopped, compiled
     assert row.fro_error == pytest.approx(np.linalg.norm(X.toarray() - operator.to_dense()), rel=1e-9)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_a_refusal_from_columns_names_the_limit_of_a_method_that_applies(symmetric):
+    """The refusal's "raise the limit to X (where M runs)" named the method of the least limit, Nyström, for
+    a graph that is not positive semi-definite (or not symmetric), which it never runs on at any limit."""
+    from scipy import sparse as sp
+
+    from sfapprox import ResourceError
+    from sfapprox.sources import SparseSource
+
+    A = sp.random(300, 300, density=0.02, random_state=0, format="csr")
+    source = SparseSource(A + A.T if symmetric else A)
+    if symmetric:
+        source.psd = False  # as the file opener says of a graph: a zero diagonal under non-zeros
+    assert source.symmetric is symmetric
+    with pytest.raises(ResourceError, match=r"to at least [\d.]+ MiB \(where rsvd runs\)") as info:
+        compare(source, "nystrom,rsvd", budget=0.5, max_memory=1 << 20)
+    assert "nystrom about" in str(info.value) and "where nystrom" not in str(info.value)
