@@ -43,6 +43,7 @@ from .. import _streams, _timing
 from .._settings import DEFAULT_SEED
 from .._signals import stop_requested
 from ._kernels import NUMBA_GROUPS, _numba_module, block_loss_and_grad
+from ._multistart import multiple_error
 from ._solver import StopReason, inner_and_square
 
 __all__ = ["ColumnFit", "ColumnSettings", "column_fit_memory", "column_width", "fit_columns", "fit_columns_auto",
@@ -151,6 +152,9 @@ class ColumnFit:
         ``"adam+lbfgs"``, ``"adam+sketch"`` or ``"adam+sketch+lbfgs"`` (the rounds stopped gaining).
     multiple : float
         The factor ``c`` Adam's product was scaled by at its end (:func:`best_multiple`; 1: not).
+    kept_start : bool
+        Adam's end was estimated further from ``X`` than its start (each at its best multiple), and
+        the start, at its best multiple, is what ``values`` holds (:func:`_end_at_best_multiple`).
     step_scale : float
         Rounds of sketches: their L-BFGS's last scale ``s.y / y.y`` in the whole loss's units, the
         first step for L-BFGS by passes from their end (nan: none).
@@ -166,12 +170,16 @@ class ColumnFit:
     curve: list = field(default_factory=list)
     multiple: float = 1.0
     step_scale: float = math.nan
+    kept_start: bool = False
 
 
-#: Columns the last steps' blocks must cover for Adam's product to be set to its best multiple
+#: Columns the last steps' blocks must cover for their sums to give Adam's end its best multiple
 #: (:func:`best_multiple`; every column where ``N`` is smaller).  Not a whole pass: a fit of under one
 #: pass (large N, a short limit) kept the product's scale, off by far (8 s at N = 20,000, 0.3 passes:
 #: a mesh 0.876 where its multiple gives 0.821, a graph's adjacency 1.39 where storing nothing gives 1.0).
+#: Each block's sums are of the values before its step, so over fewer columns (a step or two: a graph of
+#: N = 100,000 in 60 s) they stand for the end's product no more: the end is measured on one more block
+#: (:func:`_end_at_best_multiple`), a step's time the loop keeps for it.
 MULTIPLE_MIN_COLUMNS = 1024
 
 #: Columns per kernel block on this path: in float32 at N = 4,096-65,536, 32 was the fastest
@@ -383,11 +391,15 @@ def fit_columns(
     totals = [0, 0.0, 0.0, 0.0, 0.0]
     out = ColumnFit(values=x)
     step_seconds = 0.0
+    first = None  # the start's (||X_S||^2, <X_S, P_S>, ||P_S||^2) on the first step's block
+    window_min = min(n, MULTIPLE_MIN_COLUMNS)
     try:
         while out.steps < max_iter:
             if stop_requested():  # a stop whose KeyboardInterrupt was swallowed (one run in six, Ctrl-C lost)
                 raise KeyboardInterrupt
-            if out.steps and not deadline.fits(step_seconds):
+            # a fit that would end with its window under window_min keeps a step's time to measure its end
+            measure = step_seconds if totals[0] + settings.batch < window_min else 0.0
+            if out.steps and not deadline.fits(step_seconds + measure):
                 out.stop_reason = StopReason.TIME_LIMIT
                 break
             t0 = _timing.now()
@@ -397,6 +409,7 @@ def fit_columns(
             norm2 = _fill(block, columns, start, width)
             loss = block_loss_and_grad(xk, offsets, block, start, list(grads), width, add=False)
             inner, square = _products(grads, xk, loss, norm2)
+            first = first or (norm2, inner, square)
             lr = _step_size(settings, _progress(out.steps + 1, max_iter, _timing.now() - began, time_limit))
             # n / |S|: the whole loss's gradient, estimated from these columns
             _adam(x, xk, grads, m1, m2, n / (stop - start), out.steps + 1, settings, lr)
@@ -415,11 +428,55 @@ def fit_columns(
             out.stop_reason = StopReason.MAX_ITER
     except KeyboardInterrupt:  # the values of the last whole step are kept (Adam updates them in place last)
         out.stop_reason = StopReason.INTERRUPTED
-    if out.stop_reason != StopReason.CALLBACK and totals[0] >= min(n, MULTIPLE_MIN_COLUMNS):  # (a callback's stop: L-BFGS goes on)
-        out.multiple = best_multiple(x, totals[3], totals[4])
-        if out.multiple != 1.0 and totals[2] > 0:  # the window's error, of the scaled product
-            out.running_error = math.sqrt(max(0.0, 1.0 - totals[3] ** 2 / (totals[4] * totals[2])))
+    if out.stop_reason != StopReason.CALLBACK and first is not None:  # (a callback's stop: L-BFGS goes on)
+        end = tuple(totals[2:5]) if totals[0] >= window_min else None
+        if end is None and out.stop_reason != StopReason.INTERRUPTED:
+            try:  # the next block of the epoch: columns no step of this fit has looked at
+                end = _block_sums(columns, xk, offsets, full, next(order), width, grads)
+            except KeyboardInterrupt:
+                out.stop_reason = StopReason.INTERRUPTED
+        if end is not None:
+            _end_at_best_multiple(out, values, end, first)
     return out
+
+
+def _block_sums(columns: Callable[[int, int], np.ndarray], xk: np.ndarray, offsets, full: np.ndarray, start: int,
+                width: int, grads: np.ndarray) -> tuple[float, float, float]:
+    """``(||X_S||^2, <X_S, P_S>, ||P_S||^2)`` of the values ``xk`` on the block of columns from ``start``
+    (``full``'s width or to ``N``): one step's evaluation, without its step."""
+    n = xk.shape[1]
+    stop = min(n, start + full.shape[1])
+    block = full if stop - start == full.shape[1] else np.empty((n, stop - start), dtype=full.dtype)
+    norm2 = _fill(block, columns, start, width)
+    loss = block_loss_and_grad(xk, offsets, block, start, list(grads), width, add=False)
+    return (norm2, *_products(grads, xk, loss, norm2))
+
+
+def _error_at_multiple(sums: tuple[float, float, float]) -> float:
+    """``||X_S - c P_S|| / ||X_S||`` at the best ``c`` from a block's ``(||X_S||^2, <X_S, P_S>, ||P_S||^2)``."""
+    return multiple_error(sums[1], sums[2], sums[0])
+
+
+def _end_at_best_multiple(out: ColumnFit, start: np.ndarray, end: tuple[float, float, float],
+                          first: tuple[float, float, float]) -> None:
+    """Set Adam's result ``out.values`` to its best multiple (:func:`best_multiple`) by the sums ``end``
+    (``(||X_S||^2, <X_S, P_S>, ||P_S||^2)`` of the end's product: the last epoch's blocks, or a block
+    measured after the last step), or to the ``start``'s best multiple (by ``first``, its sums on the first
+    step's block) where that is the smaller error: the fit hands back nothing it knows to be worse than
+    its start or than storing nothing.  At N = 100,000 (a graph, 60 s) two steps of sign-like size on
+    every value blew the product up (``(1 + K lr)^M``) and it came back at rel 1.74, kept at its scale.
+
+    The multiple is fitted on the fit's own blocks, never on the scoring's columns (another random
+    stream): the scoring's estimate of the product handed back stays unbiased.  ``running_error`` becomes
+    the chosen product's error on those blocks.
+    """
+    if _error_at_multiple(first) < _error_at_multiple(end):
+        out.values[...] = start
+        out.kept_start, end = True, first
+    out.multiple = best_multiple(out.values, end[1], end[2])
+    if end[0] > 0 and (out.multiple != 1.0 or out.kept_start):  # the blocks' error, of the scaled product
+        out.running_error = _error_at_multiple(end) if out.multiple != 1.0 else \
+            math.sqrt(max(0.0, end[0] - 2.0 * end[1] + end[2]) / end[0])
 
 
 def _products(grads: np.ndarray, xk: np.ndarray, loss: float, norm2: float) -> tuple[float, float]:

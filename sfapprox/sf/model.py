@@ -980,7 +980,7 @@ class ChordSF(Approximation):
         self.starts_ = {name: {"iterations": fit.steps, "fro_error": fit.running_error * fro}}
         self.running_error_ = fit.running_error
         self._set_result(values * scale ** (1.0 / n_factors), None, fro)
-        if values is start:
+        if values is start or fit.kept_start:  # (fit.kept_start: at its best multiple, _columns._end_at_best_multiple)
             self.params_["kept_start"] = True  # the start was better than where this run ended
             self.loss_curve_ = []  # the curve is the kept factors' run's: this run's steps were discarded
         held = isinstance(source, ArraySource) and type(source.array) is np.ndarray  # X in memory
