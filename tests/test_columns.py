@@ -719,6 +719,18 @@ def test_a_short_fit_keeps_a_step_s_time_to_measure_its_end(fake_clock):
     assert fit.steps == 2
 
 
+def test_lbfgs_by_passes_ends_no_worse_than_storing_nothing():
+    """A start far off in scale (each factor the identity times 3) that one iteration cannot bring back: the
+    best point's pass gives its <X, P> and ||P||^2, and it is handed back at its best multiple."""
+    X = _cloud(64).to_dense()
+    offs = chord_offsets(64)
+    start = 3.0 * start_values(["identity"], 0, (6, 64, len(offs)))["identity"]
+    fit = C.fit_columns_lbfgs(lambda a, b: X[:, a:b], start, offs, settings=C.ColumnSettings(batch=16), width=8,
+                              max_iter=1)
+    error = float(np.linalg.norm(X - ChordOperator(fit.values, offs).to_dense()) / np.linalg.norm(X))
+    assert fit.multiple != 1.0 and error <= 1.0 and fit.running_error == pytest.approx(error, rel=1e-4)
+
+
 def test_from_columns_a_fit_cut_after_a_step_or_two_scores_no_worse_than_storing_nothing():
     """The same through ChordSF's column path (a memory limit under the in-memory fit's need): a graph's
     fit of one step (half of N's columns behind it) is scored exactly (X in memory) at most at storing

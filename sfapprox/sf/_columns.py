@@ -579,6 +579,13 @@ def fit_columns_lbfgs(
     out.columns = int(state["func_evals"]) * n
     if math.isfinite(state["best_loss"]) and objective.norm2 > 0:
         out.running_error = math.sqrt(2.0 * max(state["best_loss"], 0.0) / objective.norm2)
+        best_loss, inner, square = objective.best
+        # further from X than storing nothing (a start far off in scale, a pass or two): its best multiple,
+        # from the best point's own pass (exact sums), as the in-memory fit's scoring does (ChordSF._at_best_multiple)
+        if out.running_error > 1.0 and math.isclose(best_loss, state["best_loss"], rel_tol=1e-12):
+            out.multiple = best_multiple(out.values, inner, square)
+            if out.multiple != 1.0:
+                out.running_error = multiple_error(inner, square, objective.norm2)
     return out
 
 
@@ -714,6 +721,7 @@ class _pass_objective:
         self.grads = [np.empty(shape, dtype=dtype) for _ in range(groups)]
         self.block = np.empty((n, self.chunk), dtype=dtype)  # a pass's target blocks, made once
         self.norm2 = math.nan
+        self.best = (math.inf, math.nan, math.nan)  # the least loss evaluated, its <X, P> and ||P||^2
 
     def __call__(self, x):
         import torch
@@ -729,6 +737,8 @@ class _pass_objective:
             loss += block_loss_and_grad(w, self.offsets, block, start, self.grads, self.width)
             total += self.grads[0]
         self.norm2 = norm2
+        if loss < self.best[0]:  # (a dot of the values: the pass's own sums, for the best multiple at the end)
+            self.best = (loss, *_products(total[None], w, loss, norm2))
         return loss, torch.from_numpy(total.reshape(-1))
 
 
