@@ -19,6 +19,7 @@ that is neither a number nor an attribute is refused, and so is ``1,000``
 
 from __future__ import annotations
 
+import io
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -40,6 +41,124 @@ _ORDINALS = {1: "first", 2: "second", 3: "third"}
 _RELATION_PREFIX = re.compile(r"^(\d+)[ \t]*:[ \t]*(.*)$")
 #: ``0,25``: a number written with a decimal comma.
 _DECIMAL_COMMA = re.compile(r"^([+-]?)(\d+),(\d+)$")
+
+
+#: The columns of a network's lines (:class:`_Network`), with their array types.
+_COLUMNS = (("src_i", np.int64), ("src_j", np.int64), ("weight", np.float64), ("undirected", np.bool_),
+            ("line_of", np.int64), ("relation_of", np.int64))
+
+
+#: Line breaks of :meth:`str.splitlines` other than "\n" (and "\r\n", made "\n" first).
+_OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+#: Sections shorter than this are read line by line (bulk reading pays off on long ones).
+_BULK_MIN_CHARS = 4096
+#: The characters of a section of plain numbers (:func:`_plain_table`): no comments, relation prefixes,
+#: attributes, labels, decimal commas, Fortran exponents, inf/nan.
+_PLAIN_CHARS = b"0123456789 \t\n.eE+-"
+#: A section read in bulk is read this many characters at a time (about as many bytes of arrays).
+_CHUNK_CHARS = 1 << 23
+_BLANKS = re.compile(r"[ \t\n]*")
+
+
+def _keyword_lines(text: str):
+    """(start, end) of each keyword line: a line whose first character other than blanks is '*'."""
+    pos = text.find("*")
+    while pos >= 0:
+        start = text.rfind("\n", 0, pos) + 1
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        if not text[start:pos].strip():  # else a '*' inside a line: a label's, or an interval's ('[1-*]')
+            yield start, end
+        pos = text.find("*", end)
+
+
+def _data_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """``text[start:end]`` less its leading and trailing blanks and blank lines, as (start, end); None if blank."""
+    lead = _BLANKS.match(text, start, end).end()
+    stop = end
+    while stop > lead and text[stop - 1] in " \t\n":
+        stop -= 1
+    return (lead, stop) if lead < stop else None
+
+
+def _table_dtype(first_line: bytes, matrix: bool) -> np.dtype | None:
+    """A table's dtype as its first line shows it: a matrix's floats; ``i j [w]``: integer ids, a float weight."""
+    if matrix:
+        return np.dtype(np.float64)
+    width = len(first_line.split())
+    return np.dtype([("i", np.int64), ("j", np.int64), ("w", np.float64)][:width]) if width in (2, 3) else None
+
+
+def _plain_tables(text: str, start: int, stop: int, matrix: bool):
+    """The numbers of ``text[start:stop]`` (no blank first or last line), a table of about
+    :data:`_CHUNK_CHARS` characters at a time (the bytes and tables of one chunk at a time, not of the
+    section), one row a line; None, then nothing more, at the first chunk with a character that is not
+    a digit, a blank or part of a plain number, a blank line, a number that is none, or a line of
+    another width than the section's first."""
+    dtype = None
+    while start < stop:
+        end = text.find("\n", min(start + _CHUNK_CHARS, stop), stop)
+        end = stop if end < 0 else end + 1
+        chunk = text[start:end]
+        data = chunk.encode("ascii") if chunk.isascii() else b""
+        if dtype is None:  # from the section's first line
+            newline = data.find(b"\n")
+            dtype = _table_dtype(data if newline < 0 else data[:newline], matrix)
+        if not data or dtype is None or data.translate(None, _PLAIN_CHARS):
+            yield None
+            return
+        try:
+            table = np.loadtxt(io.BytesIO(data), dtype=dtype, comments=None, ndmin=1 if dtype.names else 2,
+                               encoding="latin1")
+        except ValueError:  # a number that is none (1.2.3, an id 1.0 or 1e3), or a line of another width
+            yield None
+            return
+        if len(table) != data.count(b"\n") + (not data.endswith(b"\n")):
+            yield None  # a blank line (loadtxt skips it) would shift the line numbers
+            return
+        yield table
+        start = end
+
+
+def _matrix_values(table: np.ndarray) -> np.ndarray | None:
+    """A matrix table's values, row by row, if all are finite (else None: the slow path names the line)."""
+    values = table.ravel()
+    return values if np.isfinite(values).all() else None
+
+
+def _edge_columns(table: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """i, j, w of an ``i j [w]`` table whose ids are in 1..n and weights finite, else None."""
+    i, j = np.ascontiguousarray(table["i"]), np.ascontiguousarray(table["j"])
+    if not (i.min() >= 1 and j.min() >= 1 and i.max() <= n and j.max() <= n):
+        return None
+    w = np.ascontiguousarray(table["w"]) if "w" in table.dtype.names else np.ones(len(table))
+    return (i, j, w) if np.isfinite(w).all() else None
+
+
+def _vertex_ids_fit(body: str, n: int) -> bool:
+    """True when every line of ``body`` is blank or starts with digits, then a blank or its end, that
+    make a vertex id in 1..n (the only check a vertex line gets); False where the lines must be read
+    one by one (to name a bad line, or for anything else: leading blanks, comments, signs)."""
+    data = np.frombuffer(body.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    starts = np.concatenate([[0], np.flatnonzero(data == 10) + 1])
+    starts = starts[starts < len(data)]
+    starts = starts[data[starts] != 10]  # blank lines
+    value = np.zeros(len(starts), dtype=np.int64)
+    running = np.ones(len(starts), dtype=bool)  # the lines whose id goes on
+    padded = np.concatenate([data, [10]])
+    for k in range(19):
+        byte = padded[np.minimum(starts + k, len(data))]
+        digit = running & (byte >= 48) & (byte <= 57)
+        if k == 0 and not digit.all():
+            return False
+        ended = running & ~digit
+        if not np.isin(byte[ended], (9, 10, 32)).all():  # '12a', '1.5', '3,': the slow path's error
+            return False
+        running = digit
+        if not running.any():
+            return bool(((value >= 1) & (value <= n)).all())
+        value[running] = value[running] * 10 + (byte[running] - 48)
+    return False
 
 
 @dataclass
@@ -71,19 +190,44 @@ class _Network:
     unnumbered_line: int | None = None  # first data line without a relation number
     repeats: Counter = field(default_factory=Counter)
     matrices: list[_MatrixBlock] = field(default_factory=list)
-    _seen: set = field(default_factory=set)
+    #: the lines read so far, in file order: column arrays of bulk-read sections and of the lines
+    #: added one by one (flushed from the lists above), joined by :meth:`finish`
+    _parts: list[tuple[np.ndarray, ...]] = field(default_factory=list)
 
     def add(self, i: int, j: int, w: float, undirected: bool, line_no: int, relation: int | None) -> None:
-        key = (relation, undirected, min(i, j) if undirected else i, max(i, j) if undirected else j)
-        if key in self._seen:
-            self.repeats["edges" if undirected else "arcs"] += 1
-        self._seen.add(key)
         self.src_i.append(i)
         self.src_j.append(j)
         self.weight.append(w)
         self.undirected.append(undirected)
         self.line_of.append(line_no)
         self.relation_of.append(relation or 0)
+
+    def add_block(self, i: np.ndarray, j: np.ndarray, w: np.ndarray, undirected: bool, first_line: int,
+                  relation: int | None) -> None:
+        """Lines ``first_line``, ``first_line + 1``, ... of one section, read in bulk (one edge per line)."""
+        self._flush()
+        count = len(i)
+        self._parts.append((i, j, w, np.full(count, undirected), np.arange(first_line, first_line + count),
+                            np.full(count, relation or 0)))
+
+    def _flush(self) -> None:
+        if self.src_i:
+            self._parts.append(tuple(np.asarray(getattr(self, name), dtype=dtype) for name, dtype in _COLUMNS))
+            for name, _ in _COLUMNS:
+                setattr(self, name, [])
+
+    def finish(self) -> None:
+        """Join the lines read into one array per column (in file order, the order repeated lines are
+        summed in) and count the repeated arcs and edges."""
+        self._flush()
+        parts = [list(p) for p in self._parts]
+        self._parts = []
+        for k, (name, dtype) in enumerate(_COLUMNS):
+            column = np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, dtype=dtype)
+            setattr(self, name, column.astype(dtype, copy=False))
+            for p in parts:  # a column's parts go once it is joined: the peak is one column more, not all
+                p[k] = None
+        self.repeats = _repeats(self)
 
     def note_relation(self, relation: int | None, line_no: int, label: str = "") -> None:
         if relation is None:
@@ -94,6 +238,28 @@ class _Network:
 
     def describe_relations(self) -> str:
         return ", ".join(f"{k} {v!r}" if v else str(k) for k, v in sorted(self.relations.items()))
+
+
+def _repeats(net: _Network) -> Counter:
+    """How many lines repeat an arc or edge of an earlier line (same relation; an edge either way round),
+    counted by a sort of one key per line (a set of tuples held ~130 bytes a line)."""
+    und = net.undirected
+    if len(und) < 2:
+        return Counter()
+    i, j = net.src_i - 1, net.src_j - 1
+    a, b = np.where(und, np.minimum(i, j), i), np.where(und, np.maximum(i, j), j)
+    n = net.n
+    if (int(net.relation_of.max()) + 1) * 2 * n * n < 2 ** 63:
+        keys = np.sort(((net.relation_of * 2 + und) * n + a) * n + b)
+        repeated = keys[1:] == keys[:-1]
+        kind = (keys[1:][repeated] // (n * n)) % 2 == 1
+    else:  # too many vertices for one int64 key
+        order = np.lexsort((b, a, und, net.relation_of))
+        cols = [c[order] for c in (net.relation_of, und, a, b)]
+        repeated = np.logical_and.reduce([c[1:] == c[:-1] for c in cols])
+        kind = cols[1][1:][repeated]
+    edges = int(np.count_nonzero(kind))
+    return Counter({"edges": edges, "arcs": len(kind) - edges})
 
 
 class _Parser:
@@ -115,7 +281,39 @@ class _Parser:
         return self.networks[-1] if self.networks else None
 
     def parse(self, text: str) -> list[_Network]:
-        for line_no, raw in enumerate(text.splitlines(), start=1):
+        if "\r" in text:  # a Windows line end is one line break, as splitlines() has it
+            text = text.replace("\r\n", "\n")
+        if any(c in text for c in _OTHER_BREAKS):  # line breaks the section scan does not know: line by line
+            self._lines(text, 1)
+        else:
+            self._sections(text)
+        if not self.networks or all(n.n is None for n in self.networks):
+            raise self.src.fail("no '*Vertices n' line: not a Pajek network file", f"check the file or pass {parameter('format')}")
+        for net in self.networks:
+            net.finish()
+        return [n for n in self.networks if n.n is not None]
+
+    def _sections(self, text: str) -> None:
+        """Each keyword line, and the lines up to the next one (a section's data, read in bulk where it can be)."""
+        pos, line_no = 0, 1
+        for start, end in _keyword_lines(text):
+            self._data(text, pos, start, line_no)
+            line_no += text.count("\n", pos, start)
+            self._keyword(text[start:end].strip(), line_no)
+            pos, line_no = end + 1, line_no + 1
+        self._data(text, pos, len(text), line_no)
+
+    def _data(self, text: str, start: int, end: int, first_line: int) -> None:
+        """The data lines of one section, ``text[start:end]`` (``first_line``: the number of the first)."""
+        if end - start >= _BULK_MIN_CHARS:
+            if self.state in ("arcs", "edges", "matrix") and self._bulk(text, start, end, first_line):
+                return
+            if self.state == "vertices" and _vertex_ids_fit(text[start:end], self.net.n):
+                return
+        self._lines(text[start:end], first_line)
+
+    def _lines(self, text: str, first_line: int) -> None:
+        for line_no, raw in enumerate(text.splitlines(), start=first_line):
             s = raw.strip()
             if not s or s.startswith("%"):
                 continue
@@ -140,9 +338,29 @@ class _Parser:
                     f"line {line_no}: data before any section keyword: {s[:50]!r}",
                     "a Pajek network starts with '*Vertices n'",
                 )
-        if not self.networks or all(n.n is None for n in self.networks):
-            raise self.src.fail("no '*Vertices n' line: not a Pajek network file", f"check the file or pass {parameter('format')}")
-        return [n for n in self.networks if n.n is not None]
+
+    def _bulk(self, text: str, start: int, end: int, first_line: int) -> bool:
+        """Read a section of plain numbers (``i j [w]`` lines, or a matrix's rows) in bulk; False, with
+        nothing read, for anything else, which :meth:`_lines` reads (and names the line of an error in)."""
+        span = _data_span(text, start, end)
+        if span is None:
+            return False
+        matrix = self.state == "matrix"
+        first_line += text.count("\n", start, span[0])
+        pieces = []
+        for table in _plain_tables(text, *span, matrix):
+            piece = None if table is None else _matrix_values(table) if matrix else _edge_columns(table, self.net.n)
+            if piece is None:
+                return False
+            pieces.append(piece)
+        if matrix:
+            self.net.matrices[-1].values = np.concatenate(pieces)
+            return True
+        self.net.note_relation(self.relation, first_line)
+        for i, j, w in pieces:
+            self.net.add_block(i, j, w, self.state == "edges", first_line, self.relation)
+            first_line += len(i)
+        return True
 
     # -- keywords ------------------------------------------------------------
     def _keyword(self, s: str, line_no: int) -> None:
@@ -365,8 +583,8 @@ def _select_relation(src: Source, net: _Network, relation: int | None, notes: li
             f"drop {parameter('relation')} to sum all lines",
         )
     keep = np.asarray(net.relation_of) == relation
-    for name in ("src_i", "src_j", "weight", "undirected", "line_of", "relation_of"):
-        setattr(net, name, [x for x, k in zip(getattr(net, name), keep) if k])
+    for name, _ in _COLUMNS:
+        setattr(net, name, getattr(net, name)[keep])
     net.matrices = [b for b in net.matrices if b.relation == relation]
     label = net.relations[relation]
     notes.append(f"Pajek: relation {relation}{f' {label!r}' if label else ''} of {len(net.relations)} "
@@ -407,7 +625,7 @@ def _adjacency(src: Source, net: _Network) -> sp.csr_array | np.ndarray:
 
 def _infer_split(net: _Network) -> int | None:
     """n1 such that every line joins 1..n1 to n1+1..n, or None."""
-    if not net.src_i:
+    if not len(net.src_i):
         return None
     i, j = np.asarray(net.src_i), np.asarray(net.src_j)
     lo, hi = np.minimum(i, j), np.maximum(i, j)
