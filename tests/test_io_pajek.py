@@ -415,3 +415,86 @@ def test_counts_in_notes_and_messages_separate_thousands(tmp_path):
     values = " ".join(["1"] * 1200)
     input_error(write(tmp_path / "m.net", f"*Vertices 35\n*Matrix\n{values}\n"),
                 r"\*Matrix section holds 1,200 values, expected 35 x 35 = 1,225")
+
+
+# -- bulk reading of plain sections --------------------------------------------------------------------
+
+
+def _random_pajek(rng: np.random.Generator, n: int) -> str:
+    """A Pajek network with most of what a file may hold: long plain sections (read in bulk) and
+    sections with attributes, comments, blank lines, relation numbers and a matrix (read line by line)."""
+    out = [f"*Network seed\n*Vertices {n}\n"]
+    out += [f'{v} "v {v}" 0.1 0.2\n' if v % 3 else f"{v}\n" for v in range(1, n + 1)]
+    for k in range(int(rng.integers(4, 8))):
+        kind = str(rng.choice(["Arcs", "Edges"]))
+        relation = f" :{int(rng.integers(1, 3))}" if rng.random() < 0.3 else ""
+        out.append(f"*{kind}{relation}\n" + ("\n  \n" if rng.random() < 0.3 else ""))
+        rows = int(rng.integers(1, 3000))
+        i, j = rng.integers(1, n + 1, rows), rng.integers(1, n + 1, rows)
+        w = np.round(rng.standard_normal(rows), int(rng.integers(0, 7)))
+        weighted, odd = rng.random() < 0.6, rng.random() < 0.4  # odd: one line that only the slow path reads
+        lines = [f"{a} {b} {c!r}\n" if weighted else f"\t{a}  {b}\n" for a, b, c in zip(i, j, w.tolist())]
+        if odd:
+            spot = int(rng.integers(0, rows))
+            lines[spot] = str(rng.choice([f"{i[spot]} {j[spot]} 2 c Red\n", "% a comment\n", "\n",
+                                          f"{i[spot]} {j[spot]} 1,5\n", f"{i[spot]} {j[spot]}\n",
+                                          f"2: {i[spot]} {j[spot]}\n", f"{i[spot]} {j[spot]} 1.5D+00\n"]))
+        out += lines + (["\n\n"] if rng.random() < 0.5 else [])
+    if rng.random() < 0.5:
+        out.append("*Matrix :3\n" + "".join(" ".join(str(x) for x in rng.integers(0, 3, n)) + "\n" for _ in range(n)))
+    out.append("*Partition p\n*Vertices 2\n1\n2\n")
+    text = "".join(out)
+    return text.replace("\n", "\r\n") if rng.random() < 0.3 else text
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bulk_and_line_by_line_reading_give_the_same_matrix(tmp_path, monkeypatch, seed):
+    import sfapprox.io._pajek as pajek
+
+    rng = np.random.default_rng(seed)
+    path = write(tmp_path / "g.net", _random_pajek(rng, int(rng.integers(40, 120))))
+    bulk = []
+    tables = pajek._plain_tables
+    monkeypatch.setattr(pajek, "_plain_tables", lambda *a: (bulk.append(1), *tables(*a))[1:])
+    read = {}
+    for name, least in (("lines", 1 << 62), ("bulk", 0)):
+        monkeypatch.setattr(pajek, "_BULK_MIN_CHARS", least)
+        m = load_matrix(path)
+        read[name] = (m.to_dense(), m.notes)
+        assert bool(bulk) == (name == "bulk")
+    np.testing.assert_array_equal(read["bulk"][0], read["lines"][0])  # to the bit: summed in the same order
+    assert read["bulk"][1] == read["lines"][1]
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("5 100001", r"line 25004: vertex id 100001 is out of range 1\.\.100000"),
+    ("5 6 1.2.3", r"line 25004: weight '1\.2\.3' is not a number"),
+    ("5.0 6", r"line 25004: expected an integer vertex id, got '5\.0'"),
+    ("5 6 1e999", r"line 25004: weight '1e999' is not finite"),
+    ("5", r"line 25004: expected 'i j \[weight\]', got '5'"),
+])
+def test_a_bad_line_deep_in_a_long_plain_section_is_named(tmp_path, monkeypatch, bad, message):
+    import sfapprox.io._pajek as pajek
+
+    monkeypatch.setattr(pajek, "_CHUNK_CHARS", 4096)  # the bad line in a later chunk than the first
+    lines = [f"{k % 100000 + 1} {(7 * k) % 100000 + 1} 0.5\n" for k in range(50000)]
+    lines[25000] = bad + "\n"
+    path = write(tmp_path / "big.net", "*Network big\n*Vertices 100000\n*Arcs\n" + "".join(lines))
+    input_error(path, message, keep_sparse=True)
+
+
+def test_a_long_plain_section_is_read_in_bulk(tmp_path, monkeypatch):
+    import sfapprox.io._pajek as pajek
+
+    lines = "".join(f"{k % 500 + 1} {(3 * k) % 500 + 1} {k / 7!r}\n" for k in range(20000))
+    path = write(tmp_path / "big.net", "*Vertices 500\n*Edges\n" + lines)
+    lines_read = pajek._Parser._lines
+
+    def one_by_one(self, text, first):
+        assert not text.strip(), f"line {first} on read line by line"
+        lines_read(self, text, first)
+
+    monkeypatch.setattr(pajek._Parser, "_lines", one_by_one)
+    d = load_matrix(path).to_dense()
+    expected = sum(k / 7 for k in range(20000) if {k % 500 + 1, (3 * k) % 500 + 1} == {2, 4})
+    assert d[1, 3] == d[3, 1] == pytest.approx(expected, rel=1e-12) and expected > 0
