@@ -11,6 +11,11 @@ section's).  Relations are summed unless ``relation=k`` picks one.
 end the network's edge sections and are skipped; an unknown section's data
 lines are refused (a misspelt ``*Edge`` would otherwise leave its edges out).
 
+Long sections of plain numbers (``i j [w]`` lines, a ``*Matrix``'s rows, the ids of vertex lines) are
+read in bulk (numpy); a section holding anything else (comments, attributes, labels, relation prefixes,
+decimal commas, a blank line between data lines, a bad number) is read line by line, which reads it as
+it always did and names the line of an error.
+
 Weights are never guessed: a decimal comma (``0,25``, written by some
 locales) is read as a decimal point when that is the only reading, a token
 that is neither a number nor an attribute is refused, and so is ``1,000``
