@@ -265,6 +265,8 @@ def _checked_marks(load: LoadOptions) -> LoadOptions:
     return load
 
 # ---------------------------------------------------------------- FitSettings
+
+
 FIT = Group(
     "settings",
     (
@@ -309,6 +311,8 @@ def at_most_cores(option: str, value: int | None, then: str) -> int | None:
     return cores
 
 #: The command-line option of each FitSettings field whose value a user types.
+
+
 _FIT_OPTIONS = {"max_iter": "--iters", "time_limit": "--time-limit", "seed": "--seed", "device": "--device",
                 "dtype": "--dtype", "threads": "--threads", "max_memory": "--max-memory"}
 

@@ -382,6 +382,7 @@ def _run_batch_first(out_dir: Path) -> str:
         return f"run '{command}' first"
     return f"run first: {command}"
 
+
 def _say_left_out(results: Path, skipped: dict[int, str], shown: int = 5) -> None:
     """Warn of the lines of ``results`` a report leaves out (each with why, the first ``shown``), and say
     what to do about them: it said what was wrong, never how to get the pairs back."""

@@ -28,6 +28,7 @@ ManifestPath = Annotated[Path, typer.Argument(help=_MANIFEST_HELP, show_default=
 DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Folder searched first for the files (used and verified, nothing downloaded); it must exist.", metavar="DIR")]
 Only = Annotated[Optional[str], typer.Option("--only", help="Comma-separated entry names (default: all).", metavar="NAMES")]
 
+
 def typed_options():
     """The context of a datasets command's work: its messages name its own options as typed (``--data-dir
     DIR``), where sfapprox.datasets names the keywords (``data_dir='DIR'``) to a Python caller.  (The command
