@@ -264,9 +264,8 @@ def _checked_marks(load: LoadOptions) -> LoadOptions:
     check_text_marks(load.delimiter, load.decimal)
     return load
 
+
 # ---------------------------------------------------------------- FitSettings
-
-
 FIT = Group(
     "settings",
     (
@@ -310,9 +309,8 @@ def at_most_cores(option: str, value: int | None, then: str) -> int | None:
          f"{then.format(cores=cores)}")
     return cores
 
+
 #: The command-line option of each FitSettings field whose value a user types.
-
-
 _FIT_OPTIONS = {"max_iter": "--iters", "time_limit": "--time-limit", "seed": "--seed", "device": "--device",
                 "dtype": "--dtype", "threads": "--threads", "max_memory": "--max-memory"}
 
