@@ -498,3 +498,30 @@ def test_a_long_plain_section_is_read_in_bulk(tmp_path, monkeypatch):
     d = load_matrix(path).to_dense()
     expected = sum(k / 7 for k in range(20000) if {k % 500 + 1, (3 * k) % 500 + 1} == {2, 4})
     assert d[1, 3] == d[3, 1] == pytest.approx(expected, rel=1e-12) and expected > 0
+
+
+def test_the_bulk_vertex_check_holds_the_section_about_once_not_eight_times():
+    """The vertex ids' bulk check copied the section's bytes as int64 (a list appended to a uint8 array):
+    8 bytes a character, over what the line-by-line path holds and outside the memory limit's estimate."""
+    import tracemalloc
+
+    import sfapprox.io._pajek as pajek
+
+    n = 50_000
+    body = "".join(f'{i} "vertex label number {i}"\n' for i in range(1, n + 1))
+    tracemalloc.start()
+    try:
+        assert pajek._vertex_ids_fit(body, n)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5 * len(body), f"{peak / len(body):.1f} bytes a character"
+
+
+def test_a_huge_bad_token_is_shown_cut(tmp_path):
+    """A weight of 100,000 characters was printed whole in its one-line error."""
+    p = tmp_path / "long.net"
+    p.write_text("*Vertices 2\n*Edges\n1 2 1e" + "9" * 100_000 + "\n")
+    with pytest.raises(InputError, match=r"line 3: weight '1e9+' is not finite") as refused:
+        load_matrix(p)
+    assert len(str(refused.value)) < 300

@@ -543,7 +543,7 @@ def test_huge_order_with_two_entries_refused_from_the_header(tmp_path):
     # shows the refusal came from the header, before anything was allocated.
     line = _assert_one_line_error(_run("info", path, "--max-memory", "64M"), "huge.mtx",
                                   "matrix of order 90,000,000 (kept sparse, its dense form 57.6 PiB")
-    assert " an 90" not in line and "the least surrogate, rank one, of 180,000,001 numbers" in line
+    assert " an 90" not in line and "a rank-one surrogate of 180,000,001 numbers" in line
     assert "needs about 1.3 GiB" in line
 
 

@@ -1226,7 +1226,9 @@ def test_a_column_fit_refused_names_fewer_factors_where_they_reach_every_entry()
     X = scipy.sparse.csr_array(([1.0], ([0], [0])), shape=(20_000, 20_000))
     with pytest.raises(ResourceError, match=r"fit fewer factors \(n_factors=12, the fewest that reach every entry, "
                                             r"needs about 467\.5 MiB"):
-        ChordSF(max_memory="300M").check_memory_first(X)
-    with pytest.raises(ResourceError) as refused:  # already the fewest: nothing more to say
-        ChordSF(n_factors=12, max_memory="300M").check_memory_first(X)
-    assert "fewer factors" not in str(refused.value) and "use a smaller input" in str(refused.value)
+        ChordSF(max_memory="500M").check_memory_first(X)
+    ChordSF(n_factors=12, max_memory="500M").check_memory_first(X)  # (and they do fit)
+    for factors, limit in [(None, "300M"), (12, "400M")]:  # the fewest over the limit too; already the fewest
+        with pytest.raises(ResourceError) as refused:
+            ChordSF(n_factors=factors, max_memory=limit).check_memory_first(X)
+        assert "fewer factors" not in str(refused.value) and "use a smaller input" in str(refused.value)

@@ -190,7 +190,7 @@ def test_a_memory_refusal_names_the_least_budget_where_it_fits():
     X = sp.csr_array(([1.0, 2.0, 1.5], ([0, 1, 6], [0, 1, 2])), shape=(20_000, 20_000))
     least = sf_min_budget(20_000)
     fits = compare(X, ["sf"], time_limit=5.0, device="cpu", max_memory=450 << 20).results[0]
-    assert fits.status == "not applicable" and f"at SF's least budget, budget={least}, it fits" in fits.reason
+    assert fits.status == "not applicable" and f"or lower the budget to SF's least, budget={least}, which fits" in fits.reason
     short = compare(X, ["sf"], time_limit=5.0, device="cpu", max_memory=380 << 20).results[0]
     assert short.status == "not applicable" and "from its column blocks" in short.reason
     assert "least budget" not in short.reason, short.reason

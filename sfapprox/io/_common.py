@@ -86,10 +86,11 @@ def check_order(n: int, src: "Source", what: str = "matrix", *, dense: bool = Tr
 
 
 def check_sparse_order(n: int, src: "Source", what: str = "matrix") -> None:
-    """Refuse, from the header, a matrix kept sparse whose order leaves no method room: the least
-    surrogate any method stores (rank one, ``2 N + 1`` numbers; 8 bytes each) over the memory limit.
-    A 90,000,000-order file with two entries would otherwise allocate its row pointers (1.4 GB) and
-    its source's before every method refused it.  Not SF's budget (``N K M``, the budget a comparison
+    """Refuse, from the header, a matrix kept sparse whose order leaves the methods no room: a rank-one
+    surrogate (``2 N + 1`` numbers, 8 bytes each; about what the row pointers take, whose own check
+    follows: this one says the order in the words of the dense form and a surrogate) over the memory
+    limit.  A 90,000,000-order file with two entries would otherwise allocate its row pointers (1.4 GB)
+    and its source's before every method refused it.  Not SF's budget (``N K M``, the budget a comparison
     takes by default): a graph of N = 1,000,000 was refused under a 2 GiB limit for SF's 3.1 GiB, also
     for ``--methods sparse,rsvd --budget 2200000``, which fit; each method's own check refuses a budget
     over the limit, and names ``--budget``."""
@@ -97,7 +98,7 @@ def check_sparse_order(n: int, src: "Source", what: str = "matrix") -> None:
 
     least = tsvd_count(n, 1)
     check_memory(8 * least, what=f"{src.display}: {what} of order {n:,} (kept sparse, its dense form "
-                                 f"{format_bytes(8.0 * n * n)}; the least surrogate, rank one, of {least:,} numbers)",
+                                 f"{format_bytes(8.0 * n * n)}; a rank-one surrogate of {least:,} numbers)",
                  limit=src.max_memory)
 
 

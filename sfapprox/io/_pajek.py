@@ -150,7 +150,7 @@ def _vertex_ids_fit(body: str, n: int) -> bool:
     starts = starts[data[starts] != 10]  # blank lines
     value = np.zeros(len(starts), dtype=np.int64)
     running = np.ones(len(starts), dtype=bool)  # the lines whose id goes on
-    padded = np.concatenate([data, [10]])
+    padded = np.concatenate([data, np.array([10], dtype=np.uint8)])  # (a list would make it int64: 8x the bytes)
     for k in range(19):
         byte = padded[np.minimum(starts + k, len(data))]
         digit = running & (byte >= 48) & (byte <= 57)
@@ -401,7 +401,7 @@ class _Parser:
             return
         tokens = rest.split()
         if not tokens or not all(is_int_token(t) for t in tokens[:2]):
-            raise self.src.fail(f"line {line_no}: expected '*Vertices n' with an integer n, got {rest.strip()!r}")
+            raise self.src.fail(f"line {line_no}: expected '*Vertices n' with an integer n, got {rest.strip()[:60]!r}")
         if self.net is None or self.net.n is not None:
             # A second *Vertices without *Network starts a new network.
             self.networks.append(_Network("", line_no, self._next_index()))
@@ -468,7 +468,7 @@ class _Parser:
         value = parse_float(token)
         if value is None and is_missing_token(token):
             # "NA" is no attribute keyword: read as one, the line's weight silently became 1
-            raise self.src.fail(f"line {line_no}: {what} {token!r} is a missing value",
+            raise self.src.fail(f"line {line_no}: {what} {token[:60]!r} is a missing value",
                                 "give the weight a number, or leave it out for 1")
         if value is None and fortran_float(token) is not None:
             value = fortran_float(token)
@@ -488,16 +488,16 @@ class _Parser:
             elif token[:1].isdigit() or token[:1] in ("+", "-", "."):
                 # Attributes are keywords ('c Red'), quoted labels or '[1-*]' intervals:
                 # a token starting like a number was meant as one.
-                raise self.src.fail(f"line {line_no}: {what} {token!r} is not a number", "write numbers like 0.25 or 1e-3")
+                raise self.src.fail(f"line {line_no}: {what} {token[:60]!r} is not a number", "write numbers like 0.25 or 1e-3")
             else:
                 return None
         if not np.isfinite(value):
-            raise self.src.fail(f"line {line_no}: {what} {token!r} is not finite")
+            raise self.src.fail(f"line {line_no}: {what} {token[:60]!r} is not finite")
         return value
 
     def _vertex_id(self, token: str, line_no: int, what: str = "vertex id") -> int:
         if not is_int_token(token):
-            raise self.src.fail(f"line {line_no}: expected an integer {what}, got {token!r}")
+            raise self.src.fail(f"line {line_no}: expected an integer {what}, got {token[:60]!r}")
         v = int(token)
         if not 1 <= v <= self.net.n:
             raise self.src.fail(f"line {line_no}: {what} {v} is out of range 1..{self.net.n}", "check '*Vertices n'")
@@ -541,7 +541,7 @@ class _Parser:
             if not is_int_token(t):
                 if parse_float(t) is not None or is_missing_token(t) or is_number_like(t):
                     # a weight: lists hold none, and it was dropped without a word
-                    raise self.src.fail(f"line {line_no}: {t!r} in a *{self.state.capitalize()} line, which lists "
+                    raise self.src.fail(f"line {line_no}: {t[:60]!r} in a *{self.state.capitalize()} line, which lists "
                                         "vertex ids only (no weights)",
                                         f"write weighted lines in *{'Edges' if self.state == 'edgeslist' else 'Arcs'} "
                                         "sections ('i j weight')")
@@ -553,7 +553,7 @@ class _Parser:
         for t in s.split():
             value = self._number(t, line_no, "*Matrix value")
             if value is None:
-                raise self.src.fail(f"line {line_no}: *Matrix value {t!r} is not a finite number")
+                raise self.src.fail(f"line {line_no}: *Matrix value {t[:60]!r} is not a finite number")
             block.values.append(value)
 
 

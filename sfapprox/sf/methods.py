@@ -158,8 +158,8 @@ def sf_check_first(X, budget: int, context: RunContext, *, support: str = "chord
             _check_structure(X, least, context, support)
         except ResourceError:
             raise refused from None
-        raise ResourceError(f"{refused}; at SF's least budget, {parameter('budget', least)}, it fits the "
-                            "limit") from None
+        raise ResourceError(f"{refused}; or lower the budget to SF's least, {parameter('budget', least)}, which "
+                            "fits the limit") from None
 
 
 def _check_structure(X, budget: int, context: RunContext, support: str) -> None:

@@ -811,21 +811,23 @@ class ChordSF(Approximation):
         try:
             check_memory(need, **checked)
         except ResourceError:  # refused: only then is the advice worked out (the fewest factors: O(M K N))
-            check_memory(need, advice=self._fewer_factors_advice(n), **checked)
+            room = None if full is None else full - checked["held"]
+            check_memory(need, advice=self._fewer_factors_advice(n, room), **checked)
             raise
 
-    def _fewer_factors_advice(self, n: int) -> str:
+    def _fewer_factors_advice(self, n: int, room: int | None) -> str:
         """What else a refusal of the fit from column blocks can advise: fewer factors where fewer still reach
-        every entry, with what they need (N = 1,000,000: 20 factors need 21.4 GiB, the fewest, 12, about 13
-        GiB, under an 18.8 GiB limit; the refusal said only "raise --max-memory or use a smaller input")."""
-        from . import _columns
-
+        every entry and fit the ``room`` the limit leaves (bytes; None: no user limit), with what they need
+        (N = 1,000,000: 20 factors need 21.4 GiB, the fewest, 12, about 13 GiB, under an 18.8 GiB limit; the
+        refusal said only "raise --max-memory or use a smaller input").  Fewer that do not fit either are
+        not advised."""
         offsets, n_factors = self._structure(n)
         fewest = min_full_factors(n, offsets, n_factors)
         if fewest is None or fewest >= n_factors:
             return "use a smaller input"
-        _, history, libraries = _column_plan()
-        need = _columns.column_fit_memory(n, fewest, len(offsets), 1, history=history) + libraries
+        need = self._least_columns_need(n, fewest)
+        if room is not None and need > room:
+            return "use a smaller input"
         return (f"fit fewer factors ({parameter('n_factors', fewest)}, the fewest that reach every entry, needs "
                 f"about {format_bytes(need)}; a comparison fits fewer at a lower {parameter('budget')}), or use a "
                 "smaller input")
@@ -876,12 +878,14 @@ class ChordSF(Approximation):
         """
         return self._least_columns_need(source.n) + source.held_bytes
 
-    def _least_columns_need(self, n: int) -> int:
+    def _least_columns_need(self, n: int, n_factors: int | None = None) -> int:
         """Bytes of the fit from column blocks at its narrowest (one column) and the libraries' working set:
-        the one figure :meth:`least_columns_limit` says and :meth:`_check_columns_memory` refuses by."""
+        the one figure :meth:`least_columns_limit` says and :meth:`_check_columns_memory` refuses by (of
+        ``n_factors`` factors where given, else of this estimator's structure)."""
         from . import _columns
 
-        offsets, n_factors = self._structure(n)
+        offsets, factors = self._structure(n)
+        n_factors = factors if n_factors is None else n_factors
         _, history, libraries = _column_plan()
         return _columns.column_fit_memory(n, n_factors, len(offsets), 1, history=history) + libraries
 
