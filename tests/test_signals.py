@@ -93,20 +93,22 @@ class Cli:
 
 @pytest.fixture(scope="module")
 def slow_runs(tmp_path_factory) -> dict[str, tuple[Cli, Path, Path | None]]:
-    """``fit`` and ``compare`` on a 300 x 300 Gaussian with 100000 iterations, started together.
+    """``fit`` and ``compare`` on a 300 x 300 Gaussian with 100000 iterations and no time limit, started
+    together.
 
-    SF needs minutes for that, so only Ctrl-C ends them.  Both start at once so
-    that their start-up (imports, loading) overlaps; each test interrupts one.
+    SF needs minutes for that, so only Ctrl-C ends them (with the default 60 s limit, a busy CI machine
+    let compare's fit run out its limit, exit 0, before the fit's test was done and its own began).  Both
+    start at once so that their start-up (imports, loading) overlaps; each test interrupts one.
     """
     folder = tmp_path_factory.mktemp("signals")
     matrix = folder / "gauss300.npy"
     np.save(matrix, np.random.default_rng(0).standard_normal((300, 300)))
     out, fit_json, cmp_json = folder / "f.h5", folder / "f.json", folder / "c.json"
     runs = {
-        "fit": (Cli("fit", matrix, "--iters", "100000", "--device", "cpu", "--out", out, "--json", fit_json),
-                fit_json, out),
-        "compare": (Cli("compare", matrix, "--methods", "sf,tsvd", "--iters", "100000", "--device", "cpu",
-                        "--json", cmp_json), cmp_json, None),
+        "fit": (Cli("fit", matrix, "--iters", "100000", "--time-limit", "0", "--device", "cpu", "--out", out,
+                    "--json", fit_json), fit_json, out),
+        "compare": (Cli("compare", matrix, "--methods", "sf,tsvd", "--iters", "100000", "--time-limit", "0",
+                        "--device", "cpu", "--json", cmp_json), cmp_json, None),
     }
     yield runs
     for cli, _, _ in runs.values():
