@@ -688,7 +688,9 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
         Whose fit the message names ("its": a comparison's row names the method; an estimator's
         own check names it: "rpca's").
     counted : str, default="at a budget of"
-        What ``budget`` is, in the message (an estimator's own check: "keeping", its stored count).
+        What ``budget`` is, in the message (an estimator's own check: "keeping", its stored count).  The
+        count said is the one the bytes are of (:func:`kept_budget`): "keeping" says that one alone, any
+        other says the budget and what is kept of it where they differ.
     advice : str, default="lower the budget"
         What to do besides raising the limit.
 
@@ -703,9 +705,35 @@ def check_columns_memory(name: str, source: MatrixSource, budget: int, max_memor
     kept = kept_memory(spec, source, budget)
     check_memory(columns_need(spec, source, budget, max_memory), limit=max_memory, held=source.held_bytes,
                  advice=advice,
-                 what=f"{subject} fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks {counted} "
-                      f"{budget:,} numbers ({format_bytes(kept)} kept, beside its passes' blocks, half the limit: "
-                      f"it runs from a limit of {format_bytes(least_columns_limit(spec, source, budget), up=True)})")
+                 what=f"{subject} fit of {source.name} ({source.n:,} x {source.n:,}) from column blocks "
+                      f"{_counted_numbers(spec, source, budget, counted)} ({format_bytes(kept)} kept, beside its "
+                      f"passes' blocks, half the limit: it runs from a limit of "
+                      f"{format_bytes(least_columns_limit(spec, source, budget), up=True)})")
+
+
+def _counted_numbers(spec, source: MatrixSource, budget: int, counted: str) -> str:
+    """The numbers :func:`check_columns_memory` says the fit keeps: the count its bytes are of
+    (:func:`kept_budget`), the budget beside it where they differ (``counted`` not "keeping").
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from sfapprox.sources import SparseSource
+    >>> eye = SparseSource(sp.eye(100))
+    >>> _counted_numbers(get_method("sparse"), eye, 10_000, "keeping")
+    "keeping 301 numbers (the most the matrix's 100 non-zeros take)"
+    >>> _counted_numbers(get_method("sparse"), eye, 10_000, "at a budget of")
+    "at a budget of 10,000 numbers, keeping 301 (the most the matrix's 100 non-zeros take)"
+    """
+    kept = kept_budget(spec, source, budget)
+    if kept == budget:
+        return f"{counted} {budget:,} numbers"
+    # top-s of a sparse matrix keeps at most its entries: "keeping 10,000 numbers (3.5 KiB kept)" was said of
+    # the 301 numbers those bytes are of
+    why = f"the most the matrix's {int(source.sparse_matrix.nnz):,} non-zeros take"
+    if counted == "keeping":
+        return f"keeping {kept:,} numbers ({why})"
+    return f"{counted} {budget:,} numbers, keeping {kept:,} ({why})"
 
 
 def lacking(spec, facts: Mapping[str, Any]) -> list[str]:

@@ -493,3 +493,34 @@ def test_from_a_matrix_held_sparse_the_fit_is_charged_for_its_non_zeros_not_the_
     assert least_columns_limit(spec, source, budget) < limit
     with pytest.raises(ResourceError):  # the bound is the non-zeros': a limit below their need is refused
         SparseApproximation(budget=budget, max_memory=least_columns_limit(spec, source, budget) // 2).fit(source)
+
+
+def test_a_refusal_from_columns_says_the_numbers_its_bytes_are_of():
+    """top-s of a sparse matrix keeps at most its entries, and its refusal's bytes are of those (kept_budget),
+    while it said "keeping 10,000 numbers": the budget's count, not the one the bytes were computed from."""
+    from sfapprox import ResourceError
+    from sfapprox._base import kept_budget, kept_memory
+    from sfapprox.sources import SparseSource
+
+    source = SparseSource(sp.eye(100, format="csr"))
+    spec = get_method("sparse")
+    budget = 10_000
+    kept = kept_budget(spec, source, budget)
+    assert kept == sparse_count(100, 100) < budget
+    est = SparseApproximation(budget=budget, max_memory=kept_memory(spec, source, budget))  # its blocks: none
+    with pytest.raises(ResourceError, match=rf"from column blocks keeping {kept:,} numbers \(the most the "
+                                            r"matrix's 100 non-zeros take\)") as info:
+        est.fit(source)
+    assert f"{budget:,}" not in str(info.value).split("(")[1]
+
+
+def test_a_comparison_refusal_from_columns_says_what_is_kept_of_the_budget():
+    """A comparison's row says its budget and, where the matrix's entries cap it, the count kept."""
+    from sfapprox import ResourceError
+    from sfapprox._base import check_columns_memory, kept_budget
+    from sfapprox.sources import SparseSource
+
+    source = SparseSource(sp.eye(100, format="csr"))
+    kept = kept_budget(get_method("sparse"), source, 10_000)
+    with pytest.raises(ResourceError, match=rf"at a budget of 10,000 numbers, keeping {kept:,} \(the most"):
+        check_columns_memory("sparse", source, 10_000, 1024)
