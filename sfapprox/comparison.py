@@ -164,7 +164,11 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     below = need is not None and budget < need
     if spec.working_memory is not None and not streaming and not below:
         fit_on = in_memory_or_columns(name, spec, X, context.settings.max_memory)
-    if isinstance(fit_on, MatrixSource) and not below:
+    # A method a property of the matrix rules out (its source says so: Nyström on a graph that is not positive
+    # semi-definite) is refused by its fit in its own words, before any memory check: "raise --max-memory" was
+    # said of it, and at any limit it would not run
+    ruled_out = isinstance(fit_on, MatrixSource) and bool(lacking(spec, fit_on.summary()))
+    if isinstance(fit_on, MatrixSource) and not below and not ruled_out:
         check_columns_memory(name, fit_on, budget, context.settings.max_memory)
     est = None
     try:
@@ -989,16 +993,22 @@ def check_methods_memory_from_columns(names: Sequence[str], source: MatrixSource
     def need_of(spec) -> int | None:  # None: SF, which decides for itself
         return None if spec.columns_memory is None else columns_need(spec, source, budget, limit) + source.held_bytes
 
-    needs = needs_if_none_fits([name for name in names if "columns" in get_method(name).access], need_of, limit)
+    # Only the methods that apply are weighed: one the matrix rules out (Nyström on a graph that is not
+    # positive semi-definite) is refused so whatever the limit, in its row, and "raise --max-memory" was
+    # said of it alone, advice that would not make it run
+    facts = source.summary()
+    applicable = [name for name in names if "columns" in get_method(name).access
+                  and not lacking(get_method(name), facts)]
+    needs = needs_if_none_fits(applicable, need_of, limit)
     if needs:
         asked = ", ".join(f"{name} about {format_bytes(b)}" for name, b in needs.items())
-        # the limit each would run from (its need above grows with the limit: the blocks take half of it), of
-        # the methods that apply: "where nystrom runs" was said of a graph that is not positive semi-definite
-        facts = source.summary()
+        # the limit each would run from (its need above grows with the limit: the blocks take half of it)
         least = {name: least_columns_limit(get_method(name), source, budget) for name in needs
-                 if get_method(name).columns_memory is not None and not lacking(get_method(name), facts)}
+                 if get_method(name).columns_memory is not None}
         first = min(least, key=least.get, default=None)
         runs = f" to at least {format_bytes(least[first], up=True)} (where {first} runs)" if first else ""
+        ruled_out = [name for name in names if "columns" in get_method(name).access and name not in applicable]
+        asked += f"; {', '.join(ruled_out)} not applicable to it at any limit" if ruled_out else ""
         raise ResourceError(f"{source.name}: no method asked for fits the memory limit of {format_bytes(limit)} from "
                             f"the columns of the {source.n:,} x {source.n:,} matrix at a budget of {budget:,} (what "
                             f"each keeps, with its passes' blocks, half the limit: {asked}); raise the limit with "

@@ -1414,4 +1414,27 @@ def test_a_refusal_from_columns_names_the_limit_of_a_method_that_applies(symmetr
     assert source.symmetric is symmetric
     with pytest.raises(ResourceError, match=r"to at least [\d.]+ MiB \(where rsvd runs\)") as info:
         compare(source, "nystrom,rsvd", budget=0.5, max_memory=1 << 20)
-    assert "nystrom about" in str(info.value) and "where nystrom" not in str(info.value)
+    # weighed are the methods that apply: Nyström's need was listed as if a higher limit would run it
+    assert "nystrom about" not in str(info.value) and "where nystrom" not in str(info.value)
+    assert "nystrom not applicable to it at any limit" in str(info.value)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_a_method_the_matrix_rules_out_is_said_not_to_apply_before_any_memory_advice(symmetric):
+    """``compare graph --methods nystrom --max-memory 1MB`` on a graph that is not positive semi-definite
+    said to raise the limit, which would not make Nyström run: at any limit it is not applicable, in the
+    words its row gives where memory is not the issue."""
+    from scipy import sparse as sp
+
+    from sfapprox.sources import SparseSource
+
+    A = sp.random(300, 300, density=0.02, random_state=0, format="csr")
+    source = SparseSource(A + A.T if symmetric else A)
+    if symmetric:
+        source.psd = False  # as the file opener says of a graph: a zero diagonal under non-zeros
+    # a limit that forces the column path and that Nyström's budget is over (its need, 2.5 MiB, refused it)
+    row, = compare(source, "nystrom", budget=0.5, max_memory=1 << 20, device="cpu").results
+    assert row.status == "not applicable"
+    assert row.reason.startswith("X is not positive semi-definite (its source says so); " if symmetric else
+                                 "X is not symmetric; Nyström needs")
+    assert "memory" not in row.reason
