@@ -749,6 +749,13 @@ def lacking(spec, facts: Mapping[str, Any]) -> list[str]:
     return [fact for fact in spec.needs if facts.get(fact) is False]
 
 
+def known_facts(source: MatrixSource) -> dict[str, bool | None]:
+    """The properties a method may need (:attr:`MethodSpec.needs`), as ``source`` knows them without a pass:
+    for :func:`lacking`, at no cost (``source.summary()`` also takes statistics of a sparse matrix's entries,
+    O(nnz), for each method of a comparison)."""
+    return {"symmetric": source.symmetric, "psd": source.psd, "nonnegative": source.nonnegative}
+
+
 def kept_budget(spec, source: MatrixSource, budget: int) -> int:
     """The numbers ``spec``'s fit from ``source``'s columns keeps at most at ``budget``: the budget, or
     less where the source holds the matrix sparse and the method keeps no more than its entries

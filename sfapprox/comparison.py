@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from ._base import (RunContext, check_columns_memory, columns_need, get_method, in_memory_or_columns,
+from ._base import (RunContext, check_columns_memory, columns_need, get_method, in_memory_or_columns, known_facts,
                     lacking, least_columns_limit, method_need, methods, parse_methods, run_order)
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line, parameter
 from ._executors import Executor
@@ -167,7 +167,7 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     # A method a property of the matrix rules out (its source says so: Nyström on a graph that is not positive
     # semi-definite) is refused by its fit in its own words, before any memory check: "raise --max-memory" was
     # said of it, and at any limit it would not run
-    ruled_out = isinstance(fit_on, MatrixSource) and bool(lacking(spec, fit_on.summary()))
+    ruled_out = isinstance(fit_on, MatrixSource) and bool(lacking(spec, known_facts(fit_on)))
     if isinstance(fit_on, MatrixSource) and not below and not ruled_out:
         check_columns_memory(name, fit_on, budget, context.settings.max_memory)
     est = None
@@ -996,7 +996,7 @@ def check_methods_memory_from_columns(names: Sequence[str], source: MatrixSource
     # Only the methods that apply are weighed: one the matrix rules out (Nyström on a graph that is not
     # positive semi-definite) is refused so whatever the limit, in its row, and "raise --max-memory" was
     # said of it alone, advice that would not make it run
-    facts = source.summary()
+    facts = known_facts(source)
     applicable = [name for name in names if "columns" in get_method(name).access
                   and not lacking(get_method(name), facts)]
     needs = needs_if_none_fits(applicable, need_of, limit)
