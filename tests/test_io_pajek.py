@@ -525,3 +525,32 @@ def test_a_huge_bad_token_is_shown_cut(tmp_path):
     with pytest.raises(InputError, match=r"line 3: weight '1e9+' is not finite") as refused:
         load_matrix(p)
     assert len(str(refused.value)) < 300
+
+
+def test_repeats_are_counted_per_kind_and_relation(tmp_path):
+    """An arc and an edge between the same vertices, or lines of two relations, are no repeats."""
+    text = ("*Vertices 4\n*Arcs :1\n1 2\n2 1\n1 2\n*Edges :1\n1 2\n2 1\n*Arcs :2\n1 2\n1 2\n3 4\n"
+            "*Edges :2\n4 3\n")
+    m = load_matrix(write(tmp_path / "r.net", text))
+    assert "Pajek: 2 repeated arcs summed" in m.notes and "Pajek: 1 repeated edges summed" in m.notes
+
+
+def test_repeats_count_the_same_with_keys_too_large_for_int64():
+    """Over 3e9 vertices a line's key overflows int64: the fallback (a sort by columns) counts as the keys do."""
+    import sfapprox.io._pajek as pajek
+
+    rng = np.random.default_rng(1)
+    count = 2000
+    lines = {"src_i": rng.integers(1, 6, count), "src_j": rng.integers(1, 6, count),
+             "undirected": rng.random(count) < 0.5, "relation_of": rng.integers(0, 3, count)}
+    counts = []
+    for n in (5, 4_000_000_000):
+        net = pajek._Network("", 1, 1, n=n)
+        for name, column in lines.items():
+            setattr(net, name, column)
+        counts.append(pajek._repeats(net))
+    assert counts[0] == counts[1] and counts[0]["edges"] > 0 and counts[0]["arcs"] > 0
+    pairs = {(r, u, min(i, j) if u else i, max(i, j) if u else j)
+             for i, j, u, r in zip(*(lines[k].tolist() for k in ("src_i", "src_j", "undirected", "relation_of")))}
+    assert counts[0]["edges"] + counts[0]["arcs"] == count - len(pairs)
+    assert counts[0]["edges"] == int(lines["undirected"].sum()) - sum(1 for p in pairs if p[1])

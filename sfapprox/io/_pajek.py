@@ -36,7 +36,7 @@ from .._errors import ParameterError, parameter
 from .._validation import check_memory
 from ..formats import counted
 from ._common import (Options, ReadResult, Source, check_order, fortran_float, is_int_token, is_missing_token,
-                      is_number_like, parse_float)
+                      is_number_like, parse_float, repeated_keys)
 
 _EDGE_SECTIONS = {"*arcs": "arcs", "*edges": "edges", "*arcslist": "arcslist", "*edgeslist": "edgeslist"}
 _AUX_SECTIONS = {"*partition", "*vector", "*permutation", "*cluster", "*hierarchy"}
@@ -247,24 +247,25 @@ class _Network:
 
 def _repeats(net: _Network) -> Counter:
     """How many lines repeat an arc or edge of an earlier line (same relation; an edge either way round),
-    counted by a sort of one key per line (a set of tuples held ~130 bytes a line)."""
+    counted by a sort of one key per line (a set of tuples held ~130 bytes a line), edges and arcs apart."""
     und = net.undirected
     if len(und) < 2:
         return Counter()
     i, j = net.src_i - 1, net.src_j - 1
     a, b = np.where(und, np.minimum(i, j), i), np.where(und, np.maximum(i, j), j)
     n = net.n
-    if (int(net.relation_of.max()) + 1) * 2 * n * n < 2 ** 63:
-        keys = np.sort(((net.relation_of * 2 + und) * n + a) * n + b)
-        repeated = keys[1:] == keys[:-1]
-        kind = (keys[1:][repeated] // (n * n)) % 2 == 1
-    else:  # too many vertices for one int64 key
+    if (int(net.relation_of.max()) + 1) * n * n >= 2 ** 63:  # too many vertices for one int64 key
         order = np.lexsort((b, a, und, net.relation_of))
         cols = [c[order] for c in (net.relation_of, und, a, b)]
         repeated = np.logical_and.reduce([c[1:] == c[:-1] for c in cols])
         kind = cols[1][1:][repeated]
-    edges = int(np.count_nonzero(kind))
-    return Counter({"edges": edges, "arcs": len(kind) - edges})
+        edges = int(np.count_nonzero(kind))
+        return Counter({"edges": edges, "arcs": len(kind) - edges})
+    keys = (net.relation_of * n + a) * n + b
+    if und.all() or not und.any():  # one kind of line (the usual file): the keys not copied by kind
+        count = repeated_keys(keys)
+        return Counter({"edges": count, "arcs": 0} if und[0] else {"edges": 0, "arcs": count})
+    return Counter({"edges": repeated_keys(keys[und]), "arcs": repeated_keys(keys[~und])})
 
 
 class _Parser:
