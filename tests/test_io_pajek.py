@@ -527,6 +527,59 @@ def test_a_huge_bad_token_is_shown_cut(tmp_path):
     assert len(str(refused.value)) < 300
 
 
+# -- the memory the reader is checked for ---------------------------------------------------------------
+
+
+def _peak_of_load(path, **kwargs) -> int:
+    """tracemalloc's peak over ``load_matrix(path, keep_sparse=True, **kwargs)`` (numpy's arrays included)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        load_matrix(path, keep_sparse=True, **kwargs)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _plain_edges(tmp_path, n: int = 20_000, comment: bool = False):
+    """n labelled vertices and 10 n random ``*Edges`` lines (a comment first: the section read line by line)."""
+    rng = np.random.default_rng(0)
+    i, j = rng.integers(1, n + 1, 10 * n), rng.integers(1, n + 1, 10 * n)
+    text = (f"*Vertices {n}\n" + "".join(f'{v} "v{v}"\n' for v in range(1, n + 1)) + "*Edges\n"
+            + ("% read line by line\n" if comment else "") + "".join(f"{a} {b}\n" for a, b in zip(i, j)))
+    return write(tmp_path / "g.net", text)
+
+
+def test_a_plain_file_is_checked_for_the_bulk_readers_peak_not_the_line_readers(tmp_path):
+    """read_text checked every Pajek file for 4 bytes a byte and 300 a line (the old reader's Python
+    objects): a file read in bulk peaks at about half that, and was refused under limits it fits in."""
+    path = _plain_edges(tmp_path)
+    data = path.read_bytes()
+    lines = data.count(b"\n") + 1
+    limit = 2 * len(data) + 200 * lines  # (refused with the old estimate: "parsing ... lines of text")
+    peak = _peak_of_load(path, max_memory=limit)
+    from sfapprox.io._pajek import parse_cost
+
+    estimate = parse_cost(data, lines)
+    assert peak <= estimate <= limit < 4 * len(data) + 300 * lines, (peak, estimate, limit)
+    assert estimate < 1.5 * peak, f"the estimate {estimate:,} is wildly over the peak {peak:,}"
+
+
+def test_lines_read_one_by_one_are_checked_for_their_python_objects(tmp_path):
+    """A section read line by line holds a string and six Python objects a line while parsed: over the
+    bulk reader's estimate, checked as the lines are read."""
+    path = _plain_edges(tmp_path, comment=True)
+    peak = _peak_of_load(path)
+    with pytest.raises(ResourceError, match=r"g\.net: parsing [\d,]+ lines one by one needs about"):
+        load_matrix(path, keep_sparse=True, max_memory=peak)  # the estimate holds: at least the peak
+    assert _peak_of_load(path, max_memory=int(1.5 * peak)) == pytest.approx(peak, rel=0.05)  # and is not wild
+    from sfapprox.io._pajek import parse_cost
+
+    data = path.read_bytes()
+    assert parse_cost(data, data.count(b"\n") + 1) < peak, "the section was read in bulk after all"
+
+
 def test_repeats_are_counted_per_kind_and_relation(tmp_path):
     """An arc and an edge between the same vertices, or lines of two relations, are no repeats."""
     text = ("*Vertices 4\n*Arcs :1\n1 2\n2 1\n1 2\n*Edges :1\n1 2\n2 1\n*Arcs :2\n1 2\n1 2\n3 4\n"

@@ -24,7 +24,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -432,18 +432,25 @@ class Source:
             with open(self.path, "rb") as fh:
                 return fh.read(n_bytes)
 
-    def read_text(self) -> str:
+    def read_text(self, cost: Callable[[bytes, int], int] | None = None) -> str:
         """The content decoded as text (UTF-8, else Latin-1); binary files refused.
 
         The text readers split it into lines and tokens, Python objects: about
-        4 bytes per byte of text plus ~300 per line (measured: a 1M-edge Pajek
-        file peaks at ~350 MB).  That cost is refused over the memory limit
-        before the text is decoded.
+        4 bytes per byte of text plus ~300 per line (measured with the line-by-line
+        Pajek reader: a 1M-edge file peaked at ~350 MB).  That cost is refused over
+        the memory limit before the text is decoded.
+
+        Parameters
+        ----------
+        cost : callable, optional
+            ``cost(data, lines)``: the peak bytes of a reader that parses otherwise (the Pajek
+            reader's bulk parse, :func:`~sfapprox.io._pajek.parse_cost`), from the file's bytes and
+            its number of lines; None: the estimate above.
         """
         data = self.read_bytes()
         lines = data.count(b"\n") + 1
         check_memory(
-            4 * len(data) + 300 * lines,
+            (4 * len(data) + 300 * lines) if cost is None else cost(data, lines),
             what=f"{self.display}: parsing {lines:,} lines of text ({format_bytes(len(data))})",
             limit=self.max_memory,
         )

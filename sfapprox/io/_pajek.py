@@ -64,6 +64,32 @@ _PLAIN_CHARS = b"0123456789 \t\n.eE+-"
 _CHUNK_CHARS = 1 << 23
 _BLANKS = re.compile(r"[ \t\n]*")
 
+#: Peak bytes a line of a read in bulk, with the file's bytes (benchmarks/results/pajek_memory.md: 126-139 a
+#: line of ``*Edges`` traced, 111 of ``*Arcs``, at the matrix's assembly: the six columns, the mirrored COO
+#: and the CSR; ~10 more a line in the process's RSS, the allocator's).
+_LINE_COST = 150
+#: More a line read one by one: its string from ``splitlines`` and six Python objects in lists while its
+#: section is parsed (256 a line of ``i j w`` traced, ~300 in RSS, against the bulk's 139).
+_SLOW_LINE_COST = 150
+
+
+def _width(text: str | bytes) -> int:
+    """Bytes a character of ``text`` decoded: 1 for ASCII, else up to 4 (a str holds its widest character's)."""
+    return 1 if text.isascii() else 4
+
+
+def parse_cost(data: bytes, lines: int) -> int:
+    """Peak bytes of reading a Pajek file of ``lines`` lines, ``data`` its bytes, in bulk: the bytes (held
+    to the end) and the text (freed before the matrix is assembled), and :data:`_LINE_COST` a line; lines
+    read one by one are checked as they come (:meth:`_Parser._check_slow`).
+
+    Examples
+    --------
+    >>> parse_cost(b"*Vertices 2\\n1 2\\n", 3)
+    482
+    """
+    return (1 + _width(data)) * len(data) + _LINE_COST * lines
+
 
 def _keyword_lines(text: str):
     """(start, end) of each keyword line: a line whose first character other than blanks is '*'."""
@@ -281,6 +307,9 @@ class _Parser:
         self.comma_weights = 0
         self.fortran_weights = 0
         self.unknown: tuple[str, int] = ("", 0)  # the unknown section's keyword and line
+        self.slow_lines = 0  # lines read one by one so far, and their bytes over the bulk's (:meth:`_check_slow`)
+        self.slow = 0
+        self.checked: int | None = None  # the peak read_text checked (:func:`parse_cost`)
 
     @property
     def net(self) -> _Network | None:
@@ -319,6 +348,7 @@ class _Parser:
         self._lines(text[start:end], first_line)
 
     def _lines(self, text: str, first_line: int) -> None:
+        self._check_slow(text)
         for line_no, raw in enumerate(text.splitlines(), start=first_line):
             s = raw.strip()
             if not s or s.startswith("%"):
@@ -344,6 +374,19 @@ class _Parser:
                     f"line {line_no}: data before any section keyword: {s[:50]!r}",
                     "a Pajek network starts with '*Vertices n'",
                 )
+
+    def _check_slow(self, text: str) -> None:
+        """Refuse, over the memory limit, the file's read with the lines of ``text`` read one by one too:
+        :data:`_SLOW_LINE_COST` a line and a copy of their characters more than :meth:`Source.read_text`
+        checked (:func:`parse_cost`), for all the lines read so."""
+        lines = text.count("\n") + 1
+        self.slow_lines += lines
+        self.slow += _SLOW_LINE_COST * lines + _width(text) * len(text)
+        if self.checked is None:  # what read_text checked, once (a count of the file's lines)
+            data = self.src.read_bytes()
+            self.checked = parse_cost(data, data.count(b"\n") + 1)
+        check_memory(self.checked + self.slow, limit=self.src.max_memory,
+                     what=f"{self.src.display}: parsing {self.slow_lines:,} lines one by one")
 
     def _bulk(self, text: str, start: int, end: int, first_line: int) -> bool:
         """Read a section of plain numbers (``i j [w]`` lines, or a matrix's rows) in bulk; False, with
@@ -743,7 +786,7 @@ def _two_mode(src: Source, net: _Network, mode: str | None, notes: list[str], li
 def read_pajek(src: Source, opts: Options) -> ReadResult:
     """Reader for format "pajek" (``.net``, ``.paj``)."""
     parser = _Parser(src, opts)
-    networks = parser.parse(src.read_text())
+    networks = parser.parse(src.read_text(parse_cost))
     which = opts.network or 1
     if which > len(networks):
         count = len(networks)
