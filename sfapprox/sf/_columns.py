@@ -404,11 +404,7 @@ def fit_columns(
                 break
             t0 = _timing.now()
             start = next(order)
-            stop = min(n, start + settings.batch)
-            block = full if stop - start == full.shape[1] else np.empty((n, stop - start), dtype=low)
-            norm2 = _fill(block, columns, start, width)
-            loss = block_loss_and_grad(xk, offsets, block, start, list(grads), width, add=False)
-            inner, square = _products(grads, xk, loss, norm2)
+            stop, loss, norm2, inner, square = _evaluate_block(columns, xk, offsets, full, start, width, grads)
             first = first or (norm2, inner, square)
             lr = _step_size(settings, _progress(out.steps + 1, max_iter, _timing.now() - began, time_limit))
             # n / |S|: the whole loss's gradient, estimated from these columns
@@ -432,7 +428,7 @@ def fit_columns(
         end = tuple(totals[2:5]) if totals[0] >= window_min else None
         if end is None and out.stop_reason != StopReason.INTERRUPTED:
             try:  # the next block of the epoch: columns no step of this fit has looked at
-                end = _block_sums(columns, xk, offsets, full, next(order), width, grads)
+                end = _evaluate_block(columns, xk, offsets, full, next(order), width, grads)[2:]
             except KeyboardInterrupt:
                 out.stop_reason = StopReason.INTERRUPTED
         if end is not None:
@@ -440,16 +436,17 @@ def fit_columns(
     return out
 
 
-def _block_sums(columns: Callable[[int, int], np.ndarray], xk: np.ndarray, offsets, full: np.ndarray, start: int,
-                width: int, grads: np.ndarray) -> tuple[float, float, float]:
-    """``(||X_S||^2, <X_S, P_S>, ||P_S||^2)`` of the values ``xk`` on the block of columns from ``start``
-    (``full``'s width or to ``N``): one step's evaluation, without its step."""
+def _evaluate_block(columns: Callable[[int, int], np.ndarray], xk: np.ndarray, offsets, full: np.ndarray, start: int,
+                    width: int, grads: np.ndarray) -> tuple[int, float, float, float, float]:
+    """``(stop, loss, ||X_S||^2, <X_S, P_S>, ||P_S||^2)`` of the values ``xk`` on the block of columns
+    ``start .. stop`` (``full``'s width, or to ``N``), its gradient into ``grads``: a step's evaluation, and
+    the end's measure after the last step."""
     n = xk.shape[1]
     stop = min(n, start + full.shape[1])
     block = full if stop - start == full.shape[1] else np.empty((n, stop - start), dtype=full.dtype)
     norm2 = _fill(block, columns, start, width)
     loss = block_loss_and_grad(xk, offsets, block, start, list(grads), width, add=False)
-    return (norm2, *_products(grads, xk, loss, norm2))
+    return (stop, loss, norm2, *_products(grads, xk, loss, norm2))
 
 
 def _error_at_multiple(sums: tuple[float, float, float]) -> float:
