@@ -997,9 +997,9 @@ def check_methods_memory_from_columns(names: Sequence[str], source: MatrixSource
     # positive semi-definite) is refused so whatever the limit, in its row, and "raise --max-memory" was
     # said of it alone, advice that would not make it run
     facts = known_facts(source)
-    applicable = [name for name in names if "columns" in get_method(name).access
-                  and not lacking(get_method(name), facts)]
-    needs = needs_if_none_fits(applicable, need_of, limit)
+    from_columns = [name for name in names if "columns" in get_method(name).access]
+    ruled_out = [name for name in from_columns if lacking(get_method(name), facts)]
+    needs = needs_if_none_fits([name for name in from_columns if name not in ruled_out], need_of, limit)
     if needs:
         asked = ", ".join(f"{name} about {format_bytes(b)}" for name, b in needs.items())
         # the limit each would run from (its need above grows with the limit: the blocks take half of it)
@@ -1007,7 +1007,6 @@ def check_methods_memory_from_columns(names: Sequence[str], source: MatrixSource
                  if get_method(name).columns_memory is not None}
         first = min(least, key=least.get, default=None)
         runs = f" to at least {format_bytes(least[first], up=True)} (where {first} runs)" if first else ""
-        ruled_out = [name for name in names if "columns" in get_method(name).access and name not in applicable]
         asked += f"; {', '.join(ruled_out)} not applicable to it at any limit" if ruled_out else ""
         raise ResourceError(f"{source.name}: no method asked for fits the memory limit of {format_bytes(limit)} from "
                             f"the columns of the {source.n:,} x {source.n:,} matrix at a budget of {budget:,} (what "
