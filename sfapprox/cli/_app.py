@@ -300,13 +300,13 @@ def refuse_repeats(command, ctx, args: list[str]) -> list[str]:
     return args
 
 
-def usage_name(param, *, bracketed: bool = True) -> str:
+def usage_name(param) -> str:
     """An argument as the usage line names it, in click's and man pages' convention: ``MANIFEST``, and
-    ``[OUT_DIR]`` where it may be left out (``bracketed``; an error names it without: ``'OUT_DIR'``).  Typer's own, ``{manifest}``, read as a placeholder left
-    unfilled (``Usage: sfapprox fit [OPTIONS] {path}``)."""
+    ``[OUT_DIR]`` where it may be left out.  Typer's own, ``{manifest}``, read as a placeholder left
+    unfilled (``Usage: sfapprox fit [OPTIONS] {path}``).  (The arguments' ``metavar`` names them so in
+    the argument list and in errors: "Missing argument 'PATH'".)"""
     name = (param.metavar or param.name).upper()
-    if bracketed and not param.required:
-        name = f"[{name}]"
+    name = name if param.required else f"[{name}]"
     return f"{name}..." if param.nargs != 1 else name
 
 
@@ -330,8 +330,6 @@ class HelpGroup(TyperGroup):
             for param in command.params:
                 if param.param_type_name == "argument":
                     param._usage_display_name = functools.partial(usage_name, param)
-                    # (an error names it so too: "Missing argument 'PATH'", as the usage line shows it)
-                    param.get_error_hint = lambda ctx=None, param=param: f"'{usage_name(param, bracketed=False)}'"
             if not getattr(command, "_repeats_refused", False):  # (commands are made once; wrapped once)
                 parse = command.parse_args
                 command.parse_args = lambda ctx_, args: parse(ctx_, refuse_repeats(command, ctx_, args))
