@@ -6,8 +6,8 @@ Run by hand (not part of the tests):
 
 The files are given (random graphs of N vertices, ten lines a vertex, ``*Edges`` or ``*Arcs``, with or
 without weights, each vertex listed with a label; none are in the repository).  Per file and round, the
-two checkouts alternate, each: ``/usr/bin/time -v sfapprox info FILE`` (wall seconds and peak RSS of
-the command line, as a user sees it), then ``load_matrix(FILE, keep_sparse=True)`` in a fresh process
+two checkouts alternate, each: ``sfapprox info FILE`` (wall seconds and peak RSS of the command line,
+as a user sees it, by ``getrusage``), then ``load_matrix(FILE, keep_sparse=True)`` in a fresh process
 (``run_child``: its seconds, peak RSS and the SHA-256 of the CSR's ``indptr``, ``indices``, ``data``;
 the two checkouts must agree to the bit, SystemExit otherwise).  Writes
 benchmarks/results/pajek_read.json and .md.
@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
-import subprocess
 from pathlib import Path
 
-from _common import ROOT, checkout_env, findings_lines, machine, meta, run_child, version, write_results
+from _common import (ROOT, checkout_env, findings_lines, machine, measure_command, meta, run_child, version,
+                     write_results)
 
 
 def one(path: str) -> dict:
@@ -37,15 +36,11 @@ def one(path: str) -> dict:
 
 
 def info_run(path: str, env: dict) -> dict:
-    """``/usr/bin/time -v sfapprox info path``: wall seconds and peak RSS (MiB)."""
-    done = subprocess.run(["/usr/bin/time", "-v", "sfapprox", "info", path], env=env, capture_output=True,
-                          text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"sfapprox info {path} failed:\n{done.stderr[-3000:]}")
-    clock = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", done.stderr).group(1)
-    seconds = sum(float(part) * 60 ** k for k, part in enumerate(reversed(clock.split(":"))))
-    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1)) / 1024
-    return {"seconds": seconds, "peak_rss_mib": peak}
+    """``sfapprox info path`` in a fresh process (:func:`measure_command`): wall seconds and peak RSS (MiB)."""
+    done = measure_command(["sfapprox", "info", path], env=env)
+    if done["rc"] != 0:
+        raise RuntimeError(f"sfapprox info {path} failed:\n{done['stderr']}")
+    return {"seconds": done["seconds"], "peak_rss_mib": done["maxrss_kib"] / 1024}
 
 
 def measure(path: str, envs: dict, rounds: int) -> dict:
