@@ -1,5 +1,7 @@
 """The CLI through Typer's test runner: output, JSON shape, errors and exit codes."""
 
+import csv
+import io
 import json
 import shutil
 import os
@@ -1897,6 +1899,18 @@ def test_datasets_list_alone_names_the_bundled_manifests(tmp_path):
     # its options are a manifest's: refused without one, not ignored
     res = invoke("datasets", "list", "--only", "strike")
     assert res.exit_code == 2 and "--only needs a manifest" in res.output
+
+
+def test_datasets_list_alone_verbose_shows_each_manifest_s_description_and_file():
+    """-v was taken without a manifest and did nothing; it shows where each bundled manifest lies (to copy and
+    edit one) and what it describes."""
+    plain, verbose = invoke("datasets", "list", "--csv", "-"), invoke("datasets", "list", "-v", "--csv", "-")
+    assert plain.exit_code == verbose.exit_code == 0, verbose.output
+    header = verbose.stdout.splitlines()[0]
+    assert plain.stdout.splitlines()[0] == "name,entries,what" and header == "name,entries,what,description,file"
+    rows = list(csv.DictReader(io.StringIO(verbose.stdout)))
+    assert [Path(r["file"]).name for r in rows] == ["kernels.toml", "paper-table1.toml", "synthetic.toml"]
+    assert all(Path(r["file"]).is_file() for r in rows) and "MNIST" in rows[0]["description"]
 
 
 @pytest.mark.parametrize("command", ["list", "verify", "fetch"])

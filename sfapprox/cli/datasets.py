@@ -70,7 +70,8 @@ def list_entries(
                                                        show_default=False, metavar="MANIFEST")] = None,
     data_dir: DataDir = None,
     only: Only = None,
-    verbose: Annotated[bool, o.flag("--verbose", "-v", help="Also show each entry's source (URL or generator).")] = False,
+    verbose: Annotated[bool, o.flag("--verbose", "-v", help="Also show each entry's source (URL or generator); "
+                                    "without a manifest, each manifest's description and file.")] = False,
     *,
     outputs,
 ) -> None:
@@ -82,7 +83,7 @@ def list_entries(
     """
     with error_boundary(), typed_options():
         if manifest is None:
-            _list_bundled(data_dir, only, outputs)
+            _list_bundled(data_dir, only, verbose, outputs)
             return
         m, checked = _checked_entries(manifest, data_dir, only, outputs)
         rows = []
@@ -152,8 +153,9 @@ def fetch(manifest: ManifestPath, data_dir: DataDir = None, only: Only = None) -
             raise typer.Exit(EXIT_INCOMPLETE)
 
 
-def _list_bundled(data_dir: Path | None, only: str | None, outputs) -> None:
-    """The manifests shipped with sfapprox: name, entries, what they hold (``datasets list`` alone)."""
+def _list_bundled(data_dir: Path | None, only: str | None, verbose: bool, outputs) -> None:
+    """The manifests shipped with sfapprox: name, entries, what they hold (``datasets list`` alone); with
+    ``verbose``, their descriptions and files too (to copy one and edit it: ``-v`` was taken and did nothing)."""
     # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
     from ..datasets import load_manifest
     from ..datasets.bundled import bundled_manifests
@@ -168,11 +170,15 @@ def _list_bundled(data_dir: Path | None, only: str | None, outputs) -> None:
         m = load_manifest(path)
         rows.append({"name": name, "entries": len(m.entries), "title": m.title, "description": m.description,
                      "file": str(path)})
-    table = Table("bundled dataset manifests", [Column("name", "name", "left"), Column("entries", "entries"),
-                                                Column("title", "what", "left")])
+    columns = [Column("name", "name", "left"), Column("entries", "entries"), Column("title", "what", "left")]
+    if verbose:
+        columns += [Column("description", "description", "left"), Column("file", "file", "left")]
+    table = Table("bundled dataset manifests", columns)
     for row in rows:
-        table.add({"name": row["name"], "entries": str(row["entries"]), "title": row["title"] or "–"})
-    table.notes.append("give a name where a manifest is taken: sfapprox datasets list NAME, sfapprox batch NAME ...")
+        table.add({**row, "entries": str(row["entries"]), "title": row["title"] or "–",
+                   "description": row["description"] or "–"})
+    # short, one command: at 80 columns the longer note broke "sfapprox batch NAME" across two lines
+    table.notes.append("a name is taken wherever a manifest is: sfapprox batch synthetic")
     emit([table], {"manifests": rows}, outputs)
 
 
