@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,7 +197,7 @@ def describe(matrix: MatrixInput, *, count_indices: bool = COUNT_INDICES,
                               # the table's "runs" / "from columns" cell: why not, and what it would need
                               **({"runs": runs} if loaded is None else {}),
                               **({"not_applicable": f"X is not {' and '.join(lacks)}"} if lacks else {})}
-        table.add({"method": method, "stores": spec.stores,
+        table.add({"method": method, "stores": formula_cell(spec.stores),
                    "min_budget": f"never (X is not {' and '.join(lacks)})" if lacks else
                    "never" if need is None else f"{need:,}",
                    "share": "–" if need is None else f"{100 * need / dense:.1f}%",
@@ -563,12 +564,29 @@ def describe_methods() -> MatrixDescription:
                                                         Column("summary", "what", "left")])
     registered = methods()
     for name, spec in registered.items():
-        table.add({"name": name, "stores": spec.stores, "summary": spec.summary})
+        table.add({"name": name, "stores": formula_cell(spec.stores), "summary": spec.summary})
     # "methods" stays name -> summary (scripts read it); the formulas and access beside it
     return MatrixDescription([], [table], {"methods": {name: spec.summary for name, spec in registered.items()},
                                            "stores": {name: spec.stores for name, spec in registered.items()},
                                            "from_columns": {name: "columns" in spec.access
                                                             for name, spec in registered.items()}})
+
+
+def formula_cell(formula: str) -> str:
+    """A stored-number formula as a table shows it: no space around an operator inside parentheses nor around
+    a relation, so that a narrow window wraps it between its terms and clauses, never inside one (at 80
+    columns ``sfapprox methods`` showed monarch+lr's ``k·(2N +`` over ``1)``).  The JSON keeps the formula as
+    the method gives it.
+
+    Examples
+    --------
+    >>> formula_cell("r·N′·(b₁ + b₂) + k·(2N + 1)")
+    'r·N′·(b₁+b₂) + k·(2N+1)'
+    >>> formula_cell("r·N′·(b₁ + b₂), N′ = b₁·b₂ ≥ N (2·N·√N at rank 1, b₁ = b₂ = √N)")
+    'r·N′·(b₁+b₂), N′=b₁·b₂≥N (2·N·√N at rank 1, b₁=b₂=√N)'
+    """
+    grouped = re.sub(r"\([^()]*\)", lambda group: re.sub(r"\s*([+−·])\s*", r"\1", group.group(0)), formula)
+    return re.sub(r"\s*([=≥≤])\s*", r"\1", grouped)
 
 
 def describe_formats() -> MatrixDescription:

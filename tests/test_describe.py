@@ -156,6 +156,39 @@ def test_the_methods_table_keeps_method_names_whole_in_a_40_column_window():
     assert "never (X is not" in text and max(map(len, text.splitlines())) <= 40
 
 
+@pytest.mark.parametrize("width", [60, 80, 100])
+def test_the_stores_formulas_wrap_between_their_terms_never_inside_parentheses(width):
+    """At 80 columns ``sfapprox methods`` showed monarch+lr's formula as "... + k·(2N +" over "1)" and Monarch's
+    as "N′ =" over "b₁·b₂ ≥ N"; the tables (``methods``, ``info``) now wrap a formula only between its terms."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from sfapprox.describe import describe, describe_methods
+    from sfapprox.formats import render_rich
+
+    for report in (describe_methods(), describe(np.random.default_rng(0).standard_normal((64, 64)))):
+        buf = io.StringIO()
+        console = Console(file=buf, width=width, color_system=None)
+        for item in render_rich(report.tables, width):
+            console.print(item)
+        column = None  # the stores column's span, from its table's heading
+        headings = 0
+        for line in buf.getvalue().splitlines():
+            if line.startswith(("name ", "method ")):  # a table's heading (a narrow window's continuation has none)
+                heading = re.search(r"\bstores\s+", line)
+                column = heading.span() if heading else None
+                headings += heading is not None
+                continue
+            cell = line[column[0]:column[1]].strip() if column else ""
+            # (" +" at a line's end is a break between two terms, as a formula is written over two lines)
+            assert not re.search(r"(\S[+−]|[=≥·(])$", cell) and not cell.startswith(")"), \
+                f"a formula wrapped inside a term at {width} columns: {line!r}"
+        assert headings
+    assert describe_methods().data["stores"]["monarch+lr"] == "r·N′·(b₁ + b₂) + k·(2N + 1)"  # the JSON as given
+
+
 def test_info_of_a_resumed_fit_and_of_its_checkpoint_counts_the_iterations_before(tmp_path):
     """`info` of a resumed fit showed "iterations 1,044" where its fit's table said "1,044 (+ 2,704 before
     the resume)": the count read as the whole fit's, in the final file and in the resume's checkpoints."""
