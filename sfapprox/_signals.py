@@ -15,7 +15,9 @@ message must not cost the outputs the stop saves.
 While an output file is written and moved into place
 (:func:`sfapprox._atomic.atomic_path`), :func:`deferred` holds the stop signals
 back and delivers them once the file is complete, so a second Ctrl-C during
-the save of a stopped fit does not throw the fit away.
+the save of a stopped fit does not throw the fit away.  A stop during torch's
+import is sent again once the import has ended (:data:`_FRAGILE_IMPORTS`):
+raised inside it, it aborted the process.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 
 __all__ = ["STOP_SIGNALS", "install_stop_handlers", "stop_requested", "stop_signal", "stop_cause", "deferred",
@@ -41,8 +44,33 @@ _depth = 0  # nesting of deferred() in the main thread
 _held: list[int] = []  # the signals the current deferred() block holds back
 
 
+#: Packages whose import runs Python code called from C++ (pybind11): a ``KeyboardInterrupt`` raised
+#: there becomes a C++ exception that nothing catches, and the process aborts ("terminate called after
+#: throwing an instance of 'pybind11::error_already_set'", killed by SIGABRT, nothing said), or the import
+#: fails with an error of its own (a batch wrote the pair's "failed" line after its stop) -- a Ctrl-C in the
+#: seconds a batch's first SF spends loading torch (1 abort in 80 stops timed at random there; in CI runs of
+#: ``test_batch``, once a double free and once a line for the stopped pair, likely the same).  Such a stop
+#: waits for the import's end, and says so
+#: (``benchmarks/results/stop_timing.md``: seconds to exit 2.0 -> 7.7, median, on a machine at load 6).
+_FRAGILE_IMPORTS = ("torch",)
+
+#: How often the thread that waits for such an import to end looks at it (seconds).
+_IMPORT_POLL_SECONDS = 0.01
+
+
 def _on_stop(signum: int, frame) -> None:
-    """First signal: stop (KeyboardInterrupt).  Second: say that the stop is under way.  Third: stop again."""
+    """First signal: stop (KeyboardInterrupt).  Second: say that the stop is under way.  Third: stop again.
+
+    A signal that comes while a package of :data:`_FRAGILE_IMPORTS` is being imported is sent again
+    once that import has ended (:func:`_after_import`): raised inside it, it aborted the process.
+    """
+    importing = _importing_fragile()
+    if importing is not None:
+        _after_import(importing, signum)
+        with contextlib.suppress(OSError, ValueError):  # (as the note of a second stop below)
+            sys.stderr.write(f"sfapprox: stopping once {importing} has loaded\n")
+            sys.stderr.flush()
+        return
     _received.append(signum)
     if signum == getattr(signal, "SIGHUP", None):
         _leave_hung_up_terminal()
@@ -57,6 +85,30 @@ def _on_stop(signum: int, frame) -> None:
             sys.stderr.flush()
         return
     raise KeyboardInterrupt
+
+
+def _importing_fragile() -> str | None:
+    """The package of :data:`_FRAGILE_IMPORTS` whose import is running now, or None.
+
+    Python marks a module's spec ``_initializing`` while its code runs (importlib's own test for "a
+    partially initialized module"); an interpreter without the mark gets None (a stop as before).
+    """
+    for name in _FRAGILE_IMPORTS:
+        spec = getattr(sys.modules.get(name), "__spec__", None)
+        if getattr(spec, "_initializing", False) is True:
+            return name
+    return None
+
+
+def _after_import(name: str, signum: int) -> None:
+    """Send ``signum`` to this process again once the import of ``name`` has ended (finished or failed),
+    from a thread that waits for it: its handler then runs in the main thread, after the import."""
+    def wait() -> None:
+        while getattr(getattr(sys.modules.get(name), "__spec__", None), "_initializing", False) is True:
+            time.sleep(_IMPORT_POLL_SECONDS)
+        signal.raise_signal(signum)  # Python runs the handler in the main thread
+
+    threading.Thread(target=wait, name=f"sfapprox-stop-after-{name}", daemon=True).start()
 
 
 def _leave_hung_up_terminal() -> None:

@@ -1434,11 +1434,15 @@ def run_all(
             if not isolate:
                 raise
             result = MethodResult(name, "failed", reason=one_line(exc), seconds=time.perf_counter() - start)
+            if stop_requested():
+                # a stop that a library turned into an error of its own (torch's import as ImportError, numba's
+                # compiler as SystemError): the method was stopped, not broken; a batch wrote it as a failed
+                # line, kept after its "interrupted", where the pair is to be redone
+                result = _interrupted(name, start)
         except KeyboardInterrupt:
             # Methods with partial work catch Ctrl-C themselves; the others have
             # nothing worth keeping, but the finished rows are.
-            result = MethodResult(name, "interrupted", reason=f"stopped by {stop_cause()} before it finished",
-                                  seconds=time.perf_counter() - start)
+            result = _interrupted(name, start)
         if result.status == "ok" and result.nnz == 0 and fro_norm == 0.0:
             need = 0  # the zero matrix, held in 0 numbers within any budget (budget.rank_within): from 0 on
         result.min_budget = need
@@ -1449,6 +1453,12 @@ def run_all(
         if result.status == "interrupted":
             break
     return [by_name[name] for name in names if name in by_name]
+
+
+def _interrupted(name: str, start: float) -> MethodResult:
+    """The row of method ``name``, begun at ``start`` (``perf_counter``), that a stop cut short."""
+    return MethodResult(name, "interrupted", reason=f"stopped by {stop_cause()} before it finished",
+                        seconds=time.perf_counter() - start)
 
 
 def not_run(names: Sequence[str], results: Sequence[MethodResult]) -> list[str]:

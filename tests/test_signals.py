@@ -394,6 +394,54 @@ def test_a_stop_whose_interrupt_was_swallowed_still_stops(monkeypatch):
     assert ChordSF(max_iter=30, device="cpu").fit(X).stop_reason_ != "interrupted"  # library use: no flag
 
 
+def test_a_stop_while_torch_is_imported_comes_after_the_import(tmp_path):
+    """A Ctrl-C while torch loaded (a batch's first SF) was raised in Python code torch's C++ had called: a C++
+    exception nothing caught, and the process aborted ("terminate called after throwing an instance of
+    'pybind11::error_already_set'", SIGABRT, nothing said).  The stop now comes once the import has ended.
+
+    A stand-in torch (first on the path) signals itself halfway through its own code."""
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("import os, signal, time\n"
+                                      "os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C while torch loads\n"
+                                      "time.sleep(0.2)\n"
+                                      "LOADED = True\n", encoding="utf-8")
+    script = textwrap.dedent("""
+        import sys, time
+        from sfapprox._signals import install_stop_handlers, stop_signal
+        install_stop_handlers()
+        try:
+            import torch
+            print("imported", torch.LOADED, flush=True)
+            time.sleep(20)
+            print("never stopped")
+        except KeyboardInterrupt:
+            print("stopped, torch loaded:", getattr(sys.modules.get("torch"), "LOADED", False), stop_signal())
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60,
+                         preexec_fn=_default_sigint)
+    assert run.stdout.splitlines() == ["imported True", f"stopped, torch loaded: True {int(signal.SIGINT)}"], run
+    assert run.stderr == "sfapprox: stopping once torch has loaded\n"  # at once, not after the wait
+
+
+def test_a_stop_outside_an_import_is_raised_at_once():
+    """Only a stop during a fragile package's import waits for it: torch imported, a Ctrl-C is raised where it lands."""
+    from sfapprox import _signals
+
+    __import__("torch")  # imported: no import runs now
+    previous = {s: signal.getsignal(s) for s in _signals.STOP_SIGNALS}
+    _signals.install_stop_handlers()
+    try:
+        assert _signals._importing_fragile() is None
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        _signals._received.clear()
+
+
 def test_interrupt_messages_name_the_outputs(tmp_path):
     import typer
 
