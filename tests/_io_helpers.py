@@ -70,3 +70,33 @@ def count_opens(monkeypatch, path, read: list | None = None) -> list:
 
         monkeypatch.setattr(module, name, counting)
     return opened
+
+
+def peak_and_checks(monkeypatch, read, *args) -> tuple[int, int, int]:
+    """``read(*args)`` (a reader on a :class:`~sfapprox.io._common.Source`) under tracemalloc: its peak, the
+    estimate ``Source.read_text`` checked (the largest, for a reader of two files) and the largest of all
+    the memory checks it made (each refuses alone: what a limit holds the read to)."""
+    import tracemalloc
+
+    import sfapprox.io._common as common
+    import sfapprox.io._covariance as covariance
+    import sfapprox.io._text as text
+
+    checks: list[tuple[str, int]] = []
+    real = common.check_memory
+
+    def check_memory(n_bytes, *, what, **kwargs):
+        checks.append((what, n_bytes))
+        return real(n_bytes, what=what, **kwargs)
+
+    for module in (common, covariance, text):
+        monkeypatch.setattr(module, "check_memory", check_memory)
+    tracemalloc.start()
+    try:
+        read(*args)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # (read_bytes' own check, of the file's size, is no estimate of the parse)
+    estimate = max((n for what, n in checks if " lines of text " in what), default=0)
+    return peak, estimate, max(n for what, n in checks if not what.endswith("reading the file"))

@@ -257,3 +257,47 @@ def test_libsvm_sorted_features_are_not_sorted_again_for_repeats(tmp_path, monke
     assert _covariance._repeated_features(np.array([0, 0, 0, 1]), np.array([3, 1, 3, 1]), 3) == 1
     m = load_matrix(write(tmp_path / "s.svm", "1 1:1 2:3\n0 1:4 2:5\n2 1:1 2:2\n"), covariance=True)
     assert not any("repeated" in note for note in m.notes)
+
+
+# -- the memory a read is checked for (benchmarks/results/text_memory.md) ----------------------------------
+
+
+def test_a_libsvm_read_is_checked_for_its_peak(tmp_path, monkeypatch):
+    """The whole-text LIBSVM reader held six copies of the text at once (its lines, their split, the features
+    joined, encoded, spaced, decoded) against read_text's 4 bytes a byte; now fewer, within
+    :func:`libsvm_cost`, and the table's check counts what is held beside the table."""
+    from _io_helpers import peak_and_checks
+    from sfapprox.io._common import DEFAULTS, Source
+    from sfapprox.io._covariance import read_libsvm_table
+
+    rng = np.random.default_rng(0)
+    path = write(tmp_path / "a.libsvm", "".join(f"{k % 2} " + " ".join(f"{f}:{v:.6g}" for f, v in
+                                                                          zip(range(1, 6), rng.random(5))) + "\n"
+                                                for k in range(20_000)))
+    peak, estimate, checked = peak_and_checks(monkeypatch, lambda p: read_libsvm_table(Source(p), DEFAULTS), path)
+    assert peak <= checked < 1.6 * peak, (peak, estimate, checked)
+
+
+def test_a_tall_table_is_checked_for_its_peak_and_its_covariance(tmp_path, monkeypatch):
+    """A tall table read for its covariance: the table's check counts the text held, the covariance's its
+    table and np.cov's copy of it."""
+    from _io_helpers import peak_and_checks
+    from sfapprox.io._common import DEFAULTS, Source
+    from sfapprox.io._covariance import read_covariance
+
+    rng = np.random.default_rng(0)
+    path = write(tmp_path / "t.csv", "".join(",".join(f"{x:.6g}" for x in row) + "\n"
+                                             for row in rng.standard_normal((10_000, 20))))
+    peak, _, checked = peak_and_checks(monkeypatch, lambda p: read_covariance(Source(p), DEFAULTS, "csv"), path)
+    assert peak <= checked < 1.6 * peak, (peak, checked)
+
+
+def test_a_libsvm_file_over_its_estimate_is_refused_before_parsing(tmp_path):
+    import pytest
+
+    from sfapprox._errors import ResourceError
+
+    text = "1 1:0.5 2:0.25\n" * 3000
+    path = write(tmp_path / "a.libsvm", text)
+    with pytest.raises(ResourceError, match=r"^\S+a\.libsvm: parsing 3,001 lines of text .* needs about"):
+        load_matrix(path, covariance=True, max_memory=2 * len(text))

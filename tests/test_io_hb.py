@@ -134,3 +134,38 @@ def test_a_memory_refusal_separates_thousands(tmp_path):
     p.write_text("".join(lines))
     with pytest.raises(ResourceError, match=r"sparse 2,000 x 2,000 matrix with 1,234,567 stored entries needs"):
         load_matrix(p, max_memory=32 * 2**20)  # the dense form fits (30.5 MiB), the entries not
+
+
+# -- the memory a read is checked for (benchmarks/results/text_memory.md) ----------------------------------
+
+
+@pytest.mark.parametrize("kind", ["RUA", "RSA"])
+def test_a_read_is_checked_for_its_peak(tmp_path, monkeypatch, kind):
+    """scipy's reader was handed the text in an io.StringIO (4 bytes a character) after two more copies of
+    it: 9.8 times the file's bytes, over read_text's 4 a byte and 300 a line; the lines are now joined once,
+    the text let go first, and read by slices (about 4 times), within the estimate (:func:`hb_cost`)."""
+    from _io_helpers import peak_and_checks
+    from sfapprox.io._common import DEFAULTS, Source
+    from sfapprox.io._hb import read_hb
+
+    A = sp.random(2000, 2000, density=0.01, random_state=np.random.default_rng(0), format="csc")
+    if kind == "RSA":
+        A = sp.csc_matrix(sp.tril(A + A.T))
+    path = tmp_path / f"a.{kind.lower()}"
+    scipy.io.hb_write(str(path), sp.csc_matrix(A))
+    if kind == "RSA":
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text("".join([*lines[:2], "RSA" + lines[2][3:], *lines[3:]]))
+    peak, estimate, _ = peak_and_checks(monkeypatch, lambda p: read_hb(Source(p), DEFAULTS), path)
+    assert peak <= estimate < 1.6 * peak, (peak, estimate)
+    M = load_matrix(path).matrix  # the same matrix as scipy reads (the triangle expanded)
+    full = A + sp.tril(A, -1).T if kind == "RSA" else A
+    assert abs(sp.csr_array(M) - sp.csr_array(full)).max() < 1e-12
+
+
+def test_a_file_over_its_estimate_is_refused_before_parsing(tmp_path):
+    A = sp.random(300, 300, density=0.05, random_state=np.random.default_rng(1), format="csc")
+    path = tmp_path / "a.rua"
+    scipy.io.hb_write(str(path), A)
+    with pytest.raises(ResourceError, match=r"^\S+a\.rua: parsing [\d,]+ lines of text .* needs about"):
+        load_matrix(path, max_memory=2 * path.stat().st_size)

@@ -764,3 +764,65 @@ def test_a_table_read_with_text_marks_records_them_in_its_recipe_and_reads_again
                                                                         "decimal": ","}
     samples = write(tmp_path / "p.csv", "1,5;2\n3;4\n5;7\n")
     assert load_matrix(samples, covariance=True, decimal=",").recipe == {"covariance": True, "decimal": ","}
+
+
+# -- the memory a read is checked for (benchmarks/results/text_memory.md) ----------------------------------
+
+
+def _read_csv(path):
+    from sfapprox.io._common import DEFAULTS, Source
+    from sfapprox.io._text import read_csv
+
+    return read_csv(Source(path), DEFAULTS)
+
+
+def _square_csv(path, n: int, cell, odd: str | None = None):
+    rng = np.random.default_rng(0)
+    rows = [[cell(rng) for _ in range(n)] for _ in range(n)]
+    if odd is not None:
+        rows[n // 2][0] = odd
+    return write(path, "".join(",".join(row) + "\n" for row in rows))
+
+
+def test_a_0_1_table_is_checked_for_its_peak(tmp_path, monkeypatch):
+    """A 0/1 CSV's table is 4 times its text: each check alone (read_text's 4 bytes a byte, the table's 8 a
+    cell) was about half the read's peak, which a limit between them let through."""
+    from _io_helpers import peak_and_checks
+
+    path = _square_csv(tmp_path / "a.csv", 300, lambda rng: str(rng.integers(0, 2)))
+    peak, _, checked = peak_and_checks(monkeypatch, _read_csv, path)
+    assert peak <= checked < 1.5 * peak, (peak, checked)
+
+
+def test_a_table_read_row_by_row_is_checked_for_its_peak(tmp_path, monkeypatch):
+    """A cell the row-by-row path reads (a Fortran exponent) sends the whole table there: its check of 80
+    bytes a cell left out the text and lines held, about a quarter of its peak."""
+    from _io_helpers import peak_and_checks
+
+    path = _square_csv(tmp_path / "a.csv", 200, lambda rng: f"{rng.standard_normal():.6g}", odd="1.0D+00")
+    peak, _, checked = peak_and_checks(monkeypatch, _read_csv, path)
+    assert peak <= checked < 1.5 * peak, (peak, checked)
+
+
+def test_triplets_are_checked_for_their_peak_not_four_times_their_text(tmp_path, monkeypatch):
+    """read_text's old estimate (4 bytes a byte, 300 a line) was 2.6 times a triplet file's peak; the
+    triplets' own (:func:`triplets_cost`) covers it, mirrored or not, within a margin."""
+    from _io_helpers import peak_and_checks
+    from sfapprox.io._common import DEFAULTS, Source
+    from sfapprox.io._text import read_ijv
+
+    rng = np.random.default_rng(0)
+    i, j = rng.integers(1, 2001, 20_000), rng.integers(1, 2001, 20_000)
+    for name, (a, b) in {"t.ijv": (i, j), "lower.ijv": (np.maximum(i, j), np.minimum(i, j))}.items():
+        path = write(tmp_path / name, "".join(f"{x} {y} {w:.6g}\n" for x, y, w in zip(a, b, rng.random(20_000))))
+        peak, estimate, _ = peak_and_checks(monkeypatch, lambda p: read_ijv(Source(p), DEFAULTS), path)
+        assert peak <= estimate < 1.6 * peak, (name, peak, estimate)
+
+
+@pytest.mark.parametrize("name, text", [("a.csv", "0.25,1\n" * 3000), ("a.ijv", "1 2 0.5\n" * 3000)])
+def test_a_text_over_its_estimate_is_refused_before_parsing(tmp_path, name, text):
+    """A limit over the file but under its parse's estimate: refused by read_text, in one line."""
+    path = write(tmp_path / name, text)
+    with pytest.raises(ResourceError, match=r"^\S+: parsing 3,001 lines of text \(\d+\.\d KiB\) needs about") as refused:
+        load_matrix(path, max_memory=2 * len(text))
+    assert "\n" not in str(refused.value)

@@ -102,6 +102,37 @@ def check_sparse_order(n: int, src: "Source", what: str = "matrix") -> None:
                  limit=src.max_memory)
 
 
+#: Bytes a line of text split into a list of strings (``str.splitlines``) holds beside its characters: its
+#: str's header (49 bytes for ASCII, 76 for wider text, CPython 3.11) and the list's pointer, rounded up
+#: (benchmarks/results/text_memory.md).
+LINE_OBJECT_BYTES = 80
+
+
+def text_width(data: str | bytes) -> int:
+    """Bytes a character of ``data`` decoded takes: 1 for ASCII, else up to 4 (a str holds its widest
+    character's).
+
+    Examples
+    --------
+    >>> text_width(b"1,2"), text_width("caf\u00e9 \U0001f600")
+    (1, 4)
+    """
+    return 1 if data.isascii() else 4
+
+
+def split_cost(data: bytes, lines: int) -> int:
+    """Peak bytes of a file's text split into its lines, ``data`` its bytes and ``lines`` their number: the
+    bytes (held by the :class:`Source`), the text and a string a line (:data:`LINE_OBJECT_BYTES` each
+    beside a copy of the characters); what the text readers hold before their parse's own arrays.
+
+    Examples
+    --------
+    >>> split_cost(b"1,2\\n3,4\\n", 3)
+    264
+    """
+    return (1 + 2 * text_width(data)) * len(data) + LINE_OBJECT_BYTES * lines
+
+
 def one_line(text: str) -> str:
     """Collapse ``text`` to a single line (third-party messages may hold newlines)."""
     return " ".join(str(text).split())

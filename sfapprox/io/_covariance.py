@@ -15,7 +15,8 @@ import numpy as np
 
 from .._validation import check_memory
 from ..formats import counted, shape_text
-from ._common import MAX_DIM, Options, ReadResult, Source, is_int_token, parse_float, repeated_keys
+from ._common import (MAX_DIM, Options, ReadResult, Source, is_int_token, parse_float, repeated_keys, split_cost,
+                      text_width)
 from ._numpy import read_table_npy
 from ._text import read_table
 
@@ -47,23 +48,43 @@ def _libsvm_arrays(text: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] 
     if any(":" in parts[0] for parts in lines if parts):  # a line without its label: read line by line
         return None
     features = [parts[1] if len(parts) > 1 else "" for parts in lines if parts]
+    del lines  # (each step lets the copy before it go: the text's copies were the reader's peak, text_memory)
+    counts = np.fromiter((f.count(":") for f in features), dtype=np.int64, count=len(features))
     body = "\n".join(features).encode("ascii")
+    del features
     if (not body or body.translate(None, _LIBSVM_CHARS) or body.startswith(b":") or body.endswith(b":")
             or any(empty in body for empty in _LIBSVM_EMPTY) or any(odd.search(body) for odd in _LIBSVM_ODD)):
         return None
-    counts = np.fromiter((f.count(":") for f in features), dtype=np.int64, count=len(features))
+    spaced = body.replace(b":", b" ")
+    del body
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")  # a number numpy could not read: it stops there and warns, or raises
         try:
-            numbers = np.fromstring(body.replace(b":", b" ").decode("ascii"), dtype=np.float64, sep=" ")
+            numbers = np.fromstring(spaced, dtype=np.float64, sep=" ")
         except ValueError:
             return None
+    del spaced
     if (said or numbers.size != 2 * counts.sum() or (numbers.size and numbers[0::2].max() > MAX_DIM)
             or not np.isfinite(numbers).all()):
         # (an index beyond MAX_DIM wraps around in int64: the line-by-line reader sizes it first; a value
         # beyond float64's range, 1e999, is named by its line there)
         return None
-    return len(features), np.repeat(np.arange(len(features)), counts), numbers[0::2].astype(np.int64), numbers[1::2]
+    return len(counts), np.repeat(np.arange(len(counts)), counts), numbers[0::2].astype(np.int64), numbers[1::2]
+
+
+#: Peak bytes a LIBSVM line takes beside its text, its string and a copy of its characters (:func:`libsvm_cost`):
+#: its label's and features' strings and list while split (benchmarks/results/text_memory.md), with margin.
+_LIBSVM_LINE_BYTES = 200
+#: Bytes a feature of the whole-text reader holds while its table is formed: its row, index and value
+#: (8 each), the value's index as written (8), the 0-based one (8), and 16 of margin for ``np.add.at``'s
+#: (benchmarks/results/text_memory.md: 40 with no margin was the traced peak to 0.1%, under RSS).
+_FEATURE_BYTES = 56
+
+
+def libsvm_cost(data: bytes, lines: int) -> int:
+    """Peak bytes of reading LIBSVM text (:func:`_libsvm_arrays`): :func:`split_cost`, one more copy of the
+    characters (each line's split and the features joined again) and :data:`_LIBSVM_LINE_BYTES` a line."""
+    return split_cost(data, lines) + text_width(data) * len(data) + _LIBSVM_LINE_BYTES * lines
 
 
 def _dense_table(src: Source, opts: Options, text: str, n_rows: int, rows: np.ndarray, idx: np.ndarray,
@@ -72,7 +93,11 @@ def _dense_table(src: Source, opts: Options, text: str, n_rows: int, rows: np.nd
     line-by-line reader does: 1-based indices unless an index 0 appears, a repeated index adding up."""
     zero_based = int(idx.min()) == 0
     n_features = int(idx.max()) + (1 if zero_based else 0)
-    check_memory(8 * n_rows * n_features, what=f"{src.display}: {n_rows:,} x {n_features:,} table", limit=opts.max_memory)
+    # with the file's bytes and text held, and the features' arrays (alone, the table's check let a read
+    # peak at over twice it: text_memory)
+    held = (1 + text_width(text)) * len(src.read_bytes()) + _FEATURE_BYTES * idx.size
+    check_memory(held + 8 * n_rows * n_features, what=f"{src.display}: {n_rows:,} x {n_features:,} table",
+                 limit=opts.max_memory)
     table = np.zeros((n_rows, n_features))
     with np.errstate(over="ignore"):  # repeats adding up beyond float64: refused below, by their line
         np.add.at(table, (rows, idx - (0 if zero_based else 1)), vals)
@@ -116,7 +141,7 @@ def _repeated_note(repeated: int) -> list[str]:
 
 def read_libsvm_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
     """Parse LIBSVM/svmlight lines into a dense samples x features table."""
-    text = src.read_text()
+    text = src.read_text(libsvm_cost)
     fast = _libsvm_arrays(text)
     if fast is not None and fast[2].size:  # (no feature at all: said below)
         return _dense_table(src, opts, text, *fast)
@@ -194,7 +219,11 @@ def covariance_of(src: Source, table: np.ndarray, opts: Options, notes: list[str
             f"covariance needs complete data: replace {'it' if one else 'them'} (numpy.nan_to_num) or remove "
             f"{'its sample (row)' if one else 'their samples (rows)'}",
         )
-    check_memory(8 * n_features * n_features, what=f"{src.display}: {n_features:,} x {n_features:,} covariance", limit=opts.max_memory)
+    # the table (held) and np.cov's copy of it beside the covariance: with the covariance alone, a tall
+    # table's read peaked at far over its check (text_memory)
+    check_memory(8 * n_features * n_features + 2 * table.nbytes,
+                 what=f"{src.display}: {n_features:,} x {n_features:,} covariance (with its table and np.cov's "
+                      "copy of it)", limit=opts.max_memory)
     # np.cov computes in float64 from its own copy of the table: an astype(float64) first was one more copy
     C = np.atleast_2d(np.cov(table, rowvar=False, ddof=1))
     notes = notes + [f"sample covariance of {counted(n_samples, 'sample')} x {counted(n_features, 'feature')}"]

@@ -8,7 +8,6 @@ triangle ourselves.
 
 from __future__ import annotations
 
-import io
 import re
 
 import numpy as np
@@ -17,7 +16,41 @@ import scipy.sparse as sp
 
 from .._validation import check_memory, check_sparse_structure
 from ..formats import counted
-from ._common import Options, ReadResult, Source, check_order, one_line, sparse_array_asked
+from ._common import Options, ReadResult, Source, check_order, one_line, sparse_array_asked, split_cost
+
+
+class _TextFile:
+    """A str read as scipy's ``hb_read`` reads a file (``read(n)``, ``readline()``), by slices of it: an
+    ``io.StringIO`` of the text held it a second time, 4 bytes a character (benchmarks/results/text_memory.md:
+    the reader peaked at 9.8 times a file's bytes, over its check)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._pos = 0
+
+    def read(self, size: int = -1) -> str:
+        """Up to ``size`` characters from here (the rest for a negative one)."""
+        end = len(self._text) if size is None or size < 0 else self._pos + size
+        out = self._text[self._pos:end]
+        self._pos += len(out)
+        return out
+
+    def readline(self) -> str:
+        """The rest of the line from here, its ``"\\n"`` included ("" at the end)."""
+        end = self._text.find("\n", self._pos)
+        return self.read(-1 if end < 0 else end + 1 - self._pos)
+
+
+#: Peak bytes a line of a Harwell-Boeing file takes beside its text and strings (:func:`split_cost`, which
+#: the lines joined again for scipy's reader fit in: the text is let go first): the matrix's arrays, and a
+#: symmetric one's expansion (benchmarks/results/text_memory.md: a 7.7 MB RSA file of 103,633 lines peaked at
+#: 34.5 MB traced, 37.3 MB RSS, against split_cost's 31.3 MB), with margin.
+_HB_LINE_BYTES = 100
+
+
+def hb_cost(data: bytes, lines: int) -> int:
+    """Peak bytes of reading a Harwell-Boeing file: :func:`split_cost` and :data:`_HB_LINE_BYTES` a line."""
+    return split_cost(data, lines) + _HB_LINE_BYTES * lines
 
 
 def _parse_header(src: Source, lines: list[str]) -> tuple[str, int, int, int]:
@@ -81,9 +114,9 @@ def _expand(L: sp.csr_array, skew: bool, notes: list[str], kind: str) -> sp.csr_
 
 def read_hb(src: Source, opts: Options) -> ReadResult:
     """Reader for format "hb" (``.rb``, ``.rua``, ``.rsa``, ``.rza``, ``.hb``)."""
-    text = src.read_text()
-    # LF line ends: a CR left on a fixed-width line overflows its fields (scipy warns, "key is > 8 characters")
-    lines = [line + "\n" for line in text.splitlines()]
+    # LF line ends: a CR left on a fixed-width line overflows its fields (scipy warns, "key is > 8 characters");
+    # the lines are joined with them for scipy's reader once the header is read (and the text let go)
+    lines = src.read_text(hb_cost).splitlines()
     mxtype, nrow, ncol, nnz = _parse_header(src, lines)
     if mxtype[0] == "C":
         raise src.fail("complex matrices are not supported")
@@ -109,17 +142,22 @@ def read_hb(src: Source, opts: Options) -> ReadResult:
         lines[2] = lines[2][:1] + "U" + lines[2][2:]
     notes: list[str] = [f"Harwell-Boeing type {mxtype}"]
     _fortran_exponents(src, lines, notes)
+    fortran_format = lines[3].strip()[:60]  # (for a message: the lines go before scipy reads)
+    lines.append("")  # the last line's end too
+    body = _TextFile("\n".join(lines))
+    del lines  # the joined text is what scipy reads: the lines' strings, as large, go first
     with src.guard():
         try:
-            M = scipy.io.hb_read(io.StringIO("".join(lines)), **sparse_array_asked(scipy.io.hb_read))
+            M = scipy.io.hb_read(body, **sparse_array_asked(scipy.io.hb_read))
         except ValueError as exc:
             if "same size" not in str(exc):
                 raise
             raise src.fail("file is truncated: it holds fewer row indices or values than line 3 declares "
                            "nonzeros", "copy or write it again") from None
         except SyntaxError as exc:  # scipy's BadFortranFormat (a private class): the guard let it through
-            raise src.fail(f"line 4: unreadable Fortran format ({one_line(exc)}) in {lines[3].strip()[:60]!r}",
+            raise src.fail(f"line 4: unreadable Fortran format ({one_line(exc)}) in {fortran_format!r}",
                            "scipy's reader takes I, E (and D) formats, e.g. (8I10) (4E20.12)") from None
+    del body
     # Pointers and row indices come straight from the file: check them before
     # scipy's conversion trusts them.
     check_sparse_structure(M, source=src.display)

@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..formats import counted
-from ._common import COMPRESSIONS, Options, ReadResult, Source, strip_compression
+from ._common import COMPRESSIONS, Options, ReadResult, Source, split_cost, strip_compression
 
 
 def companion_candidates(path: Path) -> tuple[str, str, list[Path]]:
@@ -37,9 +37,16 @@ def companion(src: Source) -> tuple[Source, Source]:
     return (src, partner) if other == "content" else (partner, src)
 
 
+#: Peak bytes a ``.cites`` line takes beside its text and string (:func:`split_cost`): its two tokens while
+#: split, and the row and column lists' pointers (benchmarks/results/text_memory.md), with margin.
+_CITE_LINE_BYTES = 40
+#: Bytes a node of ``.content`` holds while ``.cites`` is read: its id's string and its entry in the index.
+_NODE_BYTES = 150
+
+
 def _node_order(content: Source) -> dict[str, int]:
     index: dict[str, int] = {}
-    for line_no, line in enumerate(content.read_text().splitlines(), start=1):
+    for line_no, line in enumerate(content.read_text(split_cost).splitlines(), start=1):
         tokens = line.split()
         if not tokens:
             continue
@@ -58,7 +65,10 @@ def read_linqs(src: Source, opts: Options) -> ReadResult:
     rows: list[int] = []
     cols: list[int] = []
     unknown = 0
-    for line_no, line in enumerate(cites.read_text().splitlines(), start=1):
+    # checked with what .content left held: its bytes (its Source's) and the node index
+    held = len(content.read_bytes()) + _NODE_BYTES * len(index)
+    cost = lambda data, lines: split_cost(data, lines) + _CITE_LINE_BYTES * lines + held  # noqa: E731
+    for line_no, line in enumerate(cites.read_text(cost).splitlines(), start=1):
         tokens = line.split()
         if not tokens:
             continue

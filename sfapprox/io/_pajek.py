@@ -36,7 +36,7 @@ from .._errors import ParameterError, parameter
 from .._validation import check_memory
 from ..formats import counted
 from ._common import (Options, ReadResult, Source, check_order, fortran_float, is_int_token, is_missing_token,
-                      is_number_like, parse_float, repeated_keys)
+                      is_number_like, parse_float, repeated_keys, text_width as _width)
 
 _EDGE_SECTIONS = {"*arcs": "arcs", "*edges": "edges", "*arcslist": "arcslist", "*edgeslist": "edgeslist"}
 _AUX_SECTIONS = {"*partition", "*vector", "*permutation", "*cluster", "*hierarchy"}
@@ -71,11 +71,6 @@ _LINE_COST = 150
 #: More a line read one by one: its string from ``splitlines`` and six Python objects in lists while its
 #: section is parsed (256 a line of ``i j w`` traced, ~300 in RSS, against the bulk's 139).
 _SLOW_LINE_COST = 150
-
-
-def _width(text: str | bytes) -> int:
-    """Bytes a character of ``text`` decoded: 1 for ASCII, else up to 4 (a str holds its widest character's)."""
-    return 1 if text.isascii() else 4
 
 
 def parse_cost(data: bytes, lines: int) -> int:

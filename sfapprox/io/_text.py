@@ -14,7 +14,7 @@ from .._settings import TEXT_DELIMITERS
 from .._validation import check_memory
 from ..formats import counted
 from ._common import (MAX_DIM, Options, ReadResult, Source, as_float_table, check_order, fortran_float,
-                      is_comma_number, is_missing_token, is_number_like, parse_float, repeated_keys,
+                      is_comma_number, is_missing_token, is_number_like, parse_float, repeated_keys, split_cost,
                       strip_compression)
 
 _COMMENT = ("#", "%")
@@ -30,6 +30,15 @@ _DAMAGED_BANNER = re.compile(
 # ---------------------------------------------------------------------------
 # dense tables
 # ---------------------------------------------------------------------------
+
+#: Peak bytes a cell of a table numpy parses, beside the text and its lines held (:func:`split_cost`): its
+#: float64 and the finite check's two boolean masks, 10 bytes measured (benchmarks/results/text_memory.md:
+#: a 2,236 x 2,236 0/1 CSV peaked at 80.0 MB traced, its text and lines 30 MB), and 4 of margin.
+_TABLE_CELL_BYTES = 14
+#: The same for a cell of the row-by-row path (:func:`_slow_table`): a Python string in a row's list, the
+#: rows' copies and the float64 table, 75 bytes measured (a 1,000 x 1,000 CSV with one Fortran exponent
+#: peaked at 103.0 MB traced, 107.9 MB RSS, its text and lines 27.6 MB), and 25 of margin.
+_SLOW_CELL_BYTES = 100
 
 
 #: Extensions of tables whose cells are separated by blanks, unless their data line shows ';' or ','.
@@ -250,15 +259,18 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
     Well-formed files go through ``numpy.loadtxt``; anything it rejects is
     re-parsed row by row to name the offending line and cell.
     """
-    text = src.read_text()
+    text = src.read_text(split_cost)
     delimiter = _delimiter(src, text, opts)
     lines = text.splitlines()
     first = next((k for k, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith(_COMMENT)), None)
     if first is None:
         raise src.fail("no data rows (only blank or comment lines)")
     width = len(_split_line(lines[first], delimiter))
-    # The first row's width bounds the table: refuse before parsing it all.
-    check_memory(8 * width * len(lines), what=f"{src.display}: dense {len(lines)} x {width} table", limit=opts.max_memory)
+    # The first row's width bounds the table: refuse before parsing it all, with the text and lines held
+    # (alone, the table's 8 bytes a cell let a 0/1 CSV peak at twice its check: text_memory)
+    held = split_cost(src.read_bytes(), len(lines))
+    check_memory(held + _TABLE_CELL_BYTES * width * len(lines),
+                 what=f"{src.display}: dense {len(lines)} x {width} table", limit=opts.max_memory)
     notes = _marks_notes(opts)
     if (delimiter is not None and opts.delimiter is None
             and strip_compression(src.path.name.lower()).endswith(_BLANK_SEPARATED)):
@@ -286,8 +298,8 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
         else None
     if table is None or not table.size:
         # Slow path: Python strings cost ~10x the float64 table.
-        check_memory(80 * width * len(lines), what=f"{src.display}: parsing a {len(lines)} x {width} table",
-                     limit=opts.max_memory)
+        check_memory(held + _SLOW_CELL_BYTES * width * len(lines),
+                     what=f"{src.display}: parsing a {len(lines)} x {width} table", limit=opts.max_memory)
         decimal = opts.decimal or ("," if delimiter == ";" else ".")
         table, notes = _slow_table(src, text, delimiter, has_header, notes, decimal, given=opts.decimal is not None,
                                    marks=opts)
@@ -504,6 +516,22 @@ def read_csv(src: Source, opts: Options) -> ReadResult:
 # i j value triplets
 # ---------------------------------------------------------------------------
 
+#: Peak bytes a triplet line takes beside its text and string (:func:`split_cost`): numpy's table of three
+#: float64, the indices and keys, the mirrored half (benchmarks/results/text_memory.md: 104 bytes a line
+#: and twice the file's bytes measured, 122 for a file mirrored, 140 in RSS; 140 estimated in all).
+_TRIPLET_LINE_BYTES = 60
+
+
+def triplets_cost(data: bytes, lines: int) -> int:
+    """Peak bytes of reading ``i j v`` triplets: :func:`split_cost` and :data:`_TRIPLET_LINE_BYTES` a line.
+
+    Examples
+    --------
+    >>> triplets_cost(b"1 2 0.5\\n", 2)
+    304
+    """
+    return split_cost(data, lines) + _TRIPLET_LINE_BYTES * lines
+
 
 def _parse_triplets(src: Source, text: str, opts: Options) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Parse ``i j [value]`` lines into index/value arrays (indices as written), their fields split at
@@ -717,7 +745,7 @@ def _matrix_market_banner(src: Source, opts: Options, text: str) -> ReadResult |
 
 def read_ijv(src: Source, opts: Options) -> ReadResult:
     """Reader for format "ijv": header-less ``i j [value]`` lines, 1-based unless a 0 appears."""
-    text = src.read_text()
+    text = src.read_text(triplets_cost)
     banner = _matrix_market_banner(src, opts, text)
     if banner is not None:
         return banner
