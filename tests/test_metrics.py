@@ -391,6 +391,85 @@ def test_a_sparse_part_alone_is_scored_entry_by_entry_even_where_it_reproduces_x
         assert expected is None or got == (0.0, 0.0)
 
 
+def _awkward_sparse_pair(n: int = 50, seed: int = 3):
+    """A sparse ``X`` and ``S`` with what scoring their difference must get right: ``S`` given as COO with
+    repeated positions (they add up), entries of ``S`` outside ``X``'s pattern and inside it, and explicit
+    zeros stored in both (one at a position both hold)."""
+    rng = np.random.default_rng(seed)
+    X = random_array((n, n), density=0.1, random_state=seed, format="coo")
+    k = X.nnz // 2
+    inside = rng.choice(X.nnz, k, replace=False)  # half of S on X's positions, half anywhere
+    rows = np.r_[X.row[inside], rng.integers(0, n, k)]
+    cols = np.r_[X.col[inside], rng.integers(0, n, k)]
+    rows, cols = np.r_[rows, rows[:7]], np.r_[cols, cols[:7]]  # 7 positions given twice
+    vals = rng.standard_normal(rows.size)
+    X_zero = (np.r_[X.data, 0.0, 0.0], (np.r_[X.row, 0, 1], np.r_[X.col, n - 1, n - 2]))
+    S = sp.coo_array((np.r_[vals, 0.0], (np.r_[rows, 0], np.r_[cols, n - 1])), shape=(n, n))
+    return sp.coo_array(X_zero, shape=(n, n)), S
+
+
+@pytest.mark.parametrize("x_format", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("gather", [1 << 20, 7, 1], ids=["one chunk", "chunks of 7", "one row a chunk"])
+def test_a_sparse_part_alone_is_the_dense_difference_whatever_the_formats(monkeypatch, x_format, dtype, gather):
+    from sfapprox.metrics import sparse_target_error
+
+    monkeypatch.setattr(metrics, "_GATHER_NUMBERS", gather)
+    X, S = _awkward_sparse_pair()
+    X, S = X.astype(dtype).asformat(x_format), S.astype(dtype)
+    n = X.shape[0]
+    want = np.linalg.norm(X.toarray().astype(np.float64) - S.toarray().astype(np.float64))
+    norm = np.linalg.norm(X.toarray().astype(np.float64))
+    empty = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
+    op = HybridOperator(n, low_rank=empty, sparse=S)
+    for surrogate, target in ((op, X), (SparseOperator(S), X), (op.T, X.T)):  # S's CSR and, transposed, CSC
+        got = sparse_target_error(target, surrogate)
+        assert got is not None
+        assert got[0] == pytest.approx(want, rel=1e-12) and got[1] == pytest.approx(want / norm, rel=1e-12)
+
+
+@pytest.mark.parametrize("gather", [1 << 20, 5])
+def test_a_sparse_part_alone_held_as_given_is_scored_as_its_dense_form(monkeypatch, gather):
+    """The entry-by-entry path on parts as a caller may hold them (not canonical): repeated positions and
+    integer values (summed in float64), CSC against CSR and the other way round, an empty X or S."""
+    monkeypatch.setattr(metrics, "_GATHER_NUMBERS", gather)
+    X, S = _awkward_sparse_pair(seed=5)
+    n = X.shape[0]
+    big = np.r_[np.round(S.data * 1e3), 9e18, 9e18].astype(np.int64)  # (9e18 twice at (2, 2): past int64 added)
+    integers = sp.coo_array((big, (np.r_[S.row, 2, 2], np.r_[S.col, 2, 2])), shape=(n, n))
+    nothing = sp.csr_array((n, n))
+    for target, part in ((X, S), (X.tocsc(), S.tocsr()), (X.tocsr(), S.tocsc()), (X, integers), (nothing, S),
+                         (X, nothing)):
+        want = np.linalg.norm(target.toarray() - part.astype(np.float64).toarray())  # (repeats added in float64)
+        norm = np.linalg.norm(target.toarray())
+        err, rel = metrics._sparse_part_error(metrics._compressed(target), part, None)
+        assert err == pytest.approx(want, rel=1e-12, abs=0.0)
+        assert rel == (None if norm == 0 else pytest.approx(want / norm, rel=1e-12))
+
+
+def test_a_sparse_part_alone_is_scored_in_memory_of_a_chunk_not_of_s(monkeypatch):
+    """X and S canonical CSR (a loaded matrix's, the sparse method's): no copy of S nor of its positions
+    (a COO copy, its flat positions and their sort were 32 bytes an entry of S: 14.8 s at 10 million)."""
+    monkeypatch.setattr(metrics, "_GATHER_NUMBERS", 1000)
+    n = 20_000
+    rng = np.random.default_rng(11)  # (scipy's random_array took 100 s to place 200,000 entries at this N)
+    X = sp.csr_array((rng.standard_normal(10 * n), (rng.integers(0, n, 10 * n), rng.integers(0, n, 10 * n))),
+                     shape=(n, n))
+    X.sum_duplicates()
+    S = X.copy()
+    S.data *= 0.5
+    want = 0.5 * np.linalg.norm(X.data)
+    tracemalloc.start()
+    try:
+        err, rel = metrics._sparse_part_error(metrics._compressed(X), S, None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert err == pytest.approx(want, rel=1e-12) and rel == pytest.approx(0.5, rel=1e-12)
+    # beyond X and S: X's and S's row pointers added (N + 1 int64) and a few chunks' copies
+    assert peak < 8 * (n + 1) + 64 * 1000 * 8 < 8 * S.nnz
+
+
 def test_operator_error_of_a_large_sparse_x_takes_its_low_rank_surrogates_error_from_its_non_zeros(monkeypatch):
     # Above DENSE_SCORING_MAX_N a pass over the N^2 entries took minutes at N = 60,000: no column is made.
     X, U, s, Vt, S = _sparse_target_case()
