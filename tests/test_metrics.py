@@ -426,6 +426,15 @@ def test_a_sparse_part_alone_is_the_dense_difference_whatever_the_formats(monkey
         got = sparse_target_error(target, surrogate)
         assert got is not None
         assert got[0] == pytest.approx(want, rel=1e-12) and got[1] == pytest.approx(want / norm, rel=1e-12)
+    # with a low-rank part too: <X, S> by the same blocks, in the general formula's sums
+    rng = np.random.default_rng(1)
+    hybrid = HybridOperator(n, low_rank=(rng.standard_normal((n, 2)), np.array([1.0, 0.5]),
+                                         rng.standard_normal((2, n))), sparse=S)
+    for surrogate, target in ((hybrid, X), (hybrid.T, X.T)):
+        expected = frobenius_error(target.toarray().astype(np.float64), surrogate @ np.eye(n))
+        got = sparse_target_error(target, surrogate)
+        assert got is not None
+        assert got[0] == pytest.approx(expected[0], rel=1e-12) and got[1] == pytest.approx(expected[1], rel=1e-12)
 
 
 @pytest.mark.parametrize("gather", [1 << 20, 5])
