@@ -101,12 +101,19 @@ def _importing_fragile() -> str | None:
 
 
 def _after_import(name: str, signum: int) -> None:
-    """Send ``signum`` to this process again once the import of ``name`` has ended (finished or failed),
-    from a thread that waits for it: its handler then runs in the main thread, after the import."""
+    """Send ``signum`` to the main thread again once the import of ``name`` has ended (finished or failed),
+    from a thread that waits for it: its handler then runs there, after the import."""
+    main = threading.main_thread().ident
+
     def wait() -> None:
         while getattr(getattr(sys.modules.get(name), "__spec__", None), "_initializing", False) is True:
             time.sleep(_IMPORT_POLL_SECONDS)
-        signal.raise_signal(signum)  # Python runs the handler in the main thread
+        if hasattr(signal, "pthread_kill"):
+            # to the main thread itself: raised in this one, a main thread asleep or waiting (for a lock, a
+            # pipe) went on waiting, the stop not seen until that ended
+            signal.pthread_kill(main, signum)
+        else:  # (Windows: no thread is signalled, Python runs the handler in the main thread)
+            signal.raise_signal(signum)
 
     threading.Thread(target=wait, name=f"sfapprox-stop-after-{name}", daemon=True).start()
 
