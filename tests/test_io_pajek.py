@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sfapprox._errors import InputError, ParameterError, ResourceError
 from sfapprox.io import load_matrix
@@ -607,3 +610,149 @@ def test_repeats_count_the_same_with_keys_too_large_for_int64():
              for i, j, u, r in zip(*(lines[k].tolist() for k in ("src_i", "src_j", "undirected", "relation_of")))}
     assert counts[0]["edges"] + counts[0]["arcs"] == count - len(pairs)
     assert counts[0]["edges"] == int(lines["undirected"].sum()) - sum(1 for p in pairs if p[1])
+
+
+# -- bulk reading of list sections ----------------------------------------------------------------------
+
+
+def _parse_both(path, chunk: int) -> dict:
+    """The networks of ``path`` as parsed line by line and in bulk (list sections in chunks of about
+    ``chunk`` characters): per reading, each network's columns, relations, first unnumbered line and
+    repeats, or the message of the one error; and how many list chunks were read in bulk."""
+    from unittest import mock
+
+    import sfapprox.io._pajek as pajek
+    from sfapprox.io._common import DEFAULTS, Source
+
+    read, bulk = {}, []
+    columns = pajek._list_columns
+
+    def counted_columns(*args):
+        found = columns(*args)
+        bulk.append(found is not None)
+        return found
+
+    for name, least in (("lines", 1 << 62), ("bulk", 0)):
+        with mock.patch.object(pajek, "_BULK_MIN_CHARS", least), mock.patch.object(pajek, "_CHUNK_CHARS", chunk), \
+                mock.patch.object(pajek, "_list_columns", counted_columns):
+            src = Source(path, keep_sparse=True)
+            try:
+                nets = pajek._Parser(src, DEFAULTS).parse(src.read_text(pajek.parse_cost))
+            except InputError as exc:
+                read[name] = str(exc)
+                continue
+        read[name] = [({c: getattr(net, c).tolist() for c, _ in pajek._COLUMNS}, net.relations,
+                       net.unnumbered_line, net.repeats) for net in nets]
+    return {**read, "bulk_chunks": sum(bulk)}
+
+
+_SPACES = st.sampled_from([" ", "  ", "\t", " \t ", "\t\t"])
+_ODD_LINES = ["% a comment", "", "   ", "\t"]
+_BAD_TOKENS = ["0", "{big}", "1.5", "NA", "1,5", "2e3", "1" * 25, "-1"]
+
+
+@st.composite
+def _list_file(draw) -> str:
+    """A Pajek network of list sections: random ids with random blanks, repeated targets, self-loops,
+    sources alone, blank and comment lines, relation prefixes and attributes now and then, and maybe one
+    bad token (a line's last)."""
+    n = draw(st.integers(1, 30))
+    ids = st.integers(1, n).map(str)
+    out = [f"*Vertices {n}"]
+    for _ in range(draw(st.integers(1, 3))):
+        relation = draw(st.sampled_from(["", " :1", ' :2 "likes"']))
+        out.append(f"*{draw(st.sampled_from(['Arcslist', 'Edgeslist', 'arcslist']))}{relation}")
+        for _ in range(draw(st.integers(0, 40))):
+            if draw(st.integers(0, 9)) == 0:
+                out.append(draw(st.sampled_from(_ODD_LINES)))
+                continue
+            tokens = [draw(ids)] + draw(st.lists(ids, max_size=8))
+            line = "".join(draw(_SPACES) + t for t in tokens)[1:] if len(tokens) > 1 else tokens[0]
+            lead, trail = draw(st.sampled_from(["", " ", "\t"])), draw(st.sampled_from(["", " ", "\t "]))
+            extra = draw(st.integers(0, 19))
+            prefix = f"{extra}: " if extra in (1, 2) else ""  # a relation prefix (or "0: ", refused)
+            prefix = "0: " if extra == 3 else prefix
+            suffix = " c Red" if extra == 4 else ""
+            out.append(f"{lead}{prefix}{line}{suffix}{trail}")
+    if draw(st.integers(0, 3)) == 0:
+        where = draw(st.integers(1, len(out) - 1))
+        if not out[where].lstrip().startswith("*"):
+            out[where] += " " + draw(st.sampled_from(_BAD_TOKENS)).format(big=n + 1)
+    end = draw(st.sampled_from(["\n", "\r\n"]))
+    return end.join(out) + draw(st.sampled_from(["", end, end * 3]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_list_file(), chunk=st.sampled_from([1, 16, 64, 1 << 23]))
+def test_list_sections_read_in_bulk_as_line_by_line(text, chunk):
+    """Any list section, read in bulk a chunk at a time (the chunks with anything but ids and blanks line
+    by line): the same arcs and edges, in the same order, from the same lines, or the same error."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = write(Path(folder) / "g.net", text)
+        read = _parse_both(path, chunk)
+    assert read["bulk"] == read["lines"]
+
+
+@pytest.mark.parametrize("section", ["*Arcslist", "*Edgeslist"])
+@pytest.mark.parametrize("bad, message", [
+    ("5 6 100001", r"line 25004: vertex id 100001 is out of range 1\.\.100000"),
+    ("100001 6", r"line 25004: vertex id 100001 is out of range 1\.\.100000"),
+    ("5 0 6", r"line 25004: vertex id 0 is out of range 1\.\.100000"),
+    ("5 " + "9" * 25, r"line 25004: vertex id 9{25} is out of range 1\.\.100000"),
+    ("5.0 6", r"line 25004: expected an integer vertex id, got '5\.0'"),
+    ("5 6 0.5", r"line 25004: '0\.5' in a \*(Arcs|Edges)list line, which lists vertex ids only \(no weights\)"),
+    ("5 6 NA", r"line 25004: 'NA' in a \*(Arcs|Edges)list line"),
+    ("5 6 1,5", r"line 25004: '1,5' in a \*(Arcs|Edges)list line"),
+    ("0: 5 6", r"line 25004: relation number 0 must be a positive integer"),
+    ("2:", r"line 25004: expected 'i j k \.\.\.', got nothing after the relation number"),
+])
+def test_a_bad_line_deep_in_a_long_list_section_is_named_as_line_by_line(tmp_path, section, bad, message):
+    lines = [f"{k % 100000 + 1} {(7 * k) % 100000 + 1} {(3 * k) % 100000 + 1}\n" for k in range(50000)]
+    lines[25000] = bad + "\n"
+    path = write(tmp_path / "big.net", f"*Network big\n*Vertices 100000\n{section}\n" + "".join(lines))
+    read = _parse_both(path, 4096)  # the bad line in a later chunk than the first
+    assert read["bulk"] == read["lines"] and re.search(message, read["bulk"]), read["bulk"]
+    assert read["bulk_chunks"] > 2  # the chunks before the bad line's were read in bulk
+    input_error(path, message, keep_sparse=True)
+
+
+def test_a_long_plain_list_section_is_read_in_bulk(tmp_path, monkeypatch):
+    """A list section of ids and blanks only was read line by line (a Python object an id)."""
+    import sfapprox.io._pajek as pajek
+
+    rng = np.random.default_rng(0)
+    n = 500
+    targets = [rng.integers(1, n + 1, int(rng.integers(0, 12))) for _ in range(n)]
+    lines = "".join(f"{v}\t{' '.join(map(str, t))}\n" for v, t in enumerate(targets, 1))
+    path = write(tmp_path / "big.net", f"*Vertices {n}\n*Edgeslist\n\n{lines}\n")
+    lines_read = pajek._Parser._lines
+
+    def one_by_one(self, text, first):
+        assert not text.strip(), f"line {first} on read line by line"
+        lines_read(self, text, first)
+
+    monkeypatch.setattr(pajek._Parser, "_lines", one_by_one)
+    d = load_matrix(path).to_dense()
+    expected = np.zeros((n, n))
+    for v, t in enumerate(targets):
+        for u in t - 1:
+            expected[v, u] += 1
+            expected[u, v] += u != v
+    np.testing.assert_array_equal(d, expected)
+
+
+def test_a_list_file_is_checked_for_its_arcs_not_its_lines(tmp_path):
+    """A list line holds ~10 arcs, each as costly as an *Arcs line, but the estimate counted lines: a
+    list file's read peaked at twice what it was checked for, and was read under limits below its peak."""
+    n = 20_000
+    rng = np.random.default_rng(0)
+    lines = "".join(f"{v} {' '.join(map(str, rng.integers(1, n + 1, 10)))}\n" for v in range(1, n + 1))
+    for comment in ("", "% read line by line\n"):
+        path = write(tmp_path / "g.net", f"*Vertices {n}\n*Arcslist\n{comment}{lines}")
+        peak = _peak_of_load(path)
+        with pytest.raises(ResourceError, match=r"g\.net: (parsing [\d,]+ lines one by one|[\d,]+ more arcs or edges "
+                                                r"than lines in list sections) needs about"):
+            load_matrix(path, keep_sparse=True, max_memory=peak)
+        assert _peak_of_load(path, max_memory=int(1.8 * peak)) == pytest.approx(peak, rel=0.05)  # not wild

@@ -11,10 +11,11 @@ section's).  Relations are summed unless ``relation=k`` picks one.
 end the network's edge sections and are skipped; an unknown section's data
 lines are refused (a misspelt ``*Edge`` would otherwise leave its edges out).
 
-Long sections of plain numbers (``i j [w]`` lines, a ``*Matrix``'s rows, the ids of vertex lines) are
-read in bulk (numpy); a section holding anything else (comments, attributes, labels, relation prefixes,
-decimal commas, a blank line between data lines, a bad number) is read line by line, which reads it as
-it always did and names the line of an error.
+Long sections of plain numbers (``i j [w]`` lines, a ``*Matrix``'s rows, the ids of vertex lines, the
+ids of ``*Arcslist`` / ``*Edgeslist`` lines) are read in bulk (numpy); a section holding anything else
+(comments, attributes, labels, relation prefixes, decimal commas, a blank line between data lines, a bad
+number) is read line by line, which reads it as it always did and names the line of an error (a list
+section: only its chunks of about :data:`_CHUNK_CHARS` characters that hold such a line).
 
 Weights are never guessed: a decimal comma (``0,25``, written by some
 locales) is read as a decimal point when that is the only reading, a token
@@ -63,6 +64,11 @@ _PLAIN_CHARS = b"0123456789 \t\n.eE+-"
 #: A section read in bulk is read this many characters at a time (about as many bytes of arrays).
 _CHUNK_CHARS = 1 << 23
 _BLANKS = re.compile(r"[ \t\n]*")
+#: The characters of a plain list section (:func:`_list_columns`): vertex ids, blanks and line ends only.
+_LIST_CHARS = b"0123456789 \t\n"
+#: Digits of the longest vertex id read in bulk (longer ones, out of range or zero-padded, are read line
+#: by line): 18 digits always fit an int64.
+_ID_DIGITS = 18
 
 #: Peak bytes a line of a read in bulk, with the file's bytes (benchmarks/results/pajek_memory.md: 126-139 a
 #: line of ``*Edges`` traced, 111 of ``*Arcs``, at the matrix's assembly: the six columns, the mirrored COO
@@ -76,7 +82,8 @@ _SLOW_LINE_COST = 150
 def parse_cost(data: bytes, lines: int) -> int:
     """Peak bytes of reading a Pajek file of ``lines`` lines, ``data`` its bytes, in bulk: the bytes (held
     to the end) and the text (freed before the matrix is assembled), and :data:`_LINE_COST` a line; lines
-    read one by one are checked as they come (:meth:`_Parser._check_slow`).
+    read one by one, and the arcs and edges of list lines beyond one a line, are checked as they come
+    (:meth:`_Parser._check_slow`, :meth:`_Parser._check_lists`).
 
     Examples
     --------
@@ -115,6 +122,20 @@ def _table_dtype(first_line: bytes, matrix: bool) -> np.dtype | None:
     return np.dtype([("i", np.int64), ("j", np.int64), ("w", np.float64)][:width]) if width in (2, 3) else None
 
 
+def _chunks(text: str, start: int, stop: int):
+    """``text[start:stop]`` as (start, end) spans of whole lines, about :data:`_CHUNK_CHARS` characters each."""
+    while start < stop:
+        end = text.find("\n", min(start + _CHUNK_CHARS, stop), stop)
+        end = stop if end < 0 else end + 1
+        yield start, end
+        start = end
+
+
+def _ascii(chunk: str) -> bytes:
+    """``chunk``'s bytes if it is ASCII, else b"" (read line by line)."""
+    return chunk.encode("ascii") if chunk.isascii() else b""
+
+
 def _plain_tables(text: str, start: int, stop: int, matrix: bool):
     """The numbers of ``text[start:stop]`` (no blank first or last line), a table of about
     :data:`_CHUNK_CHARS` characters at a time (the bytes and tables of one chunk at a time, not of the
@@ -122,11 +143,8 @@ def _plain_tables(text: str, start: int, stop: int, matrix: bool):
     a digit, a blank or part of a plain number, a blank line, a number that is none, or a line of
     another width than the section's first."""
     dtype = None
-    while start < stop:
-        end = text.find("\n", min(start + _CHUNK_CHARS, stop), stop)
-        end = stop if end < 0 else end + 1
-        chunk = text[start:end]
-        data = chunk.encode("ascii") if chunk.isascii() else b""
+    for start, end in _chunks(text, start, stop):
+        data = _ascii(text[start:end])
         if dtype is None:  # from the section's first line
             newline = data.find(b"\n")
             dtype = _table_dtype(data if newline < 0 else data[:newline], matrix)
@@ -143,7 +161,6 @@ def _plain_tables(text: str, start: int, stop: int, matrix: bool):
             yield None  # a blank line (loadtxt skips it) would shift the line numbers
             return
         yield table
-        start = end
 
 
 def _matrix_values(table: np.ndarray) -> np.ndarray | None:
@@ -159,6 +176,40 @@ def _edge_columns(table: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np
         return None
     w = np.ascontiguousarray(table["w"]) if "w" in table.dtype.names else np.ones(len(table))
     return (i, j, w) if np.isfinite(w).all() else None
+
+
+def _list_columns(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The arcs or edges of ``*Arcslist`` / ``*Edgeslist`` lines ``data`` (a source id, then its targets'
+    ids): each one's source, target and line (0 for the first of ``data``), in the order written; None
+    unless ``data`` holds only ids in 1..n (of at most :data:`_ID_DIGITS` digits), blanks and line ends.
+    Blank lines and lines of a source alone, which give nothing, may be anywhere: a line's number comes
+    from the line ends before it, not from a row count."""
+    if not data or data.translate(None, _LIST_CHARS):
+        return None
+    chars = np.frombuffer(data, dtype=np.uint8)
+    digit = (chars >= 48).view(np.int8)  # (the other characters allowed are all below '0')
+    step = np.diff(digit, prepend=np.int8(0), append=np.int8(0))
+    starts, ends = np.flatnonzero(step == 1), np.flatnonzero(step == -1)
+    del digit, step
+    if not len(starts):  # blank lines only
+        none = np.zeros(0, dtype=np.int64)
+        return none, none, none
+    lengths = ends - starts
+    if lengths.max() > _ID_DIGITS:
+        return None
+    ids = np.zeros(len(starts), dtype=np.int64)
+    for k in range(int(lengths.max())):
+        going = lengths > k
+        ids = np.where(going, ids * 10 + chars[np.minimum(starts + k, len(chars) - 1)] - 48, ids)
+    if ids.min() < 1 or ids.max() > n:
+        return None
+    line = np.searchsorted(np.flatnonzero(chars == 10), starts)  # line ends before each id: its line
+    first = np.empty(len(line), dtype=bool)  # a line's first id: its source
+    first[0] = True
+    np.not_equal(line[1:], line[:-1], out=first[1:])
+    source = ids[first][np.cumsum(first) - 1]
+    target = ~first
+    return source[target], ids[target], line[target]
 
 
 def _vertex_ids_fit(body: str, n: int) -> bool:
@@ -228,13 +279,12 @@ class _Network:
         self.line_of.append(line_no)
         self.relation_of.append(relation or 0)
 
-    def add_block(self, i: np.ndarray, j: np.ndarray, w: np.ndarray, undirected: bool, first_line: int,
+    def add_block(self, i: np.ndarray, j: np.ndarray, w: np.ndarray, undirected: bool, line_of: np.ndarray,
                   relation: int | None) -> None:
-        """Lines ``first_line``, ``first_line + 1``, ... of one section, read in bulk (one edge per line)."""
+        """Arcs or edges of one section read in bulk, ``line_of``: the line of each."""
         self._flush()
         count = len(i)
-        self._parts.append((i, j, w, np.full(count, undirected), np.arange(first_line, first_line + count),
-                            np.full(count, relation or 0)))
+        self._parts.append((i, j, w, np.full(count, undirected), line_of, np.full(count, relation or 0)))
 
     def _flush(self) -> None:
         if self.src_i:
@@ -304,6 +354,7 @@ class _Parser:
         self.unknown: tuple[str, int] = ("", 0)  # the unknown section's keyword and line
         self.slow_lines = 0  # lines read one by one so far, and their bytes over the bulk's (:meth:`_check_slow`)
         self.slow = 0
+        self.list_edges = 0  # arcs and edges of list lines beyond one a line (:meth:`_check_lists`)
         self.checked: int | None = None  # the peak read_text checked (:func:`parse_cost`)
 
     @property
@@ -338,12 +389,16 @@ class _Parser:
         if end - start >= _BULK_MIN_CHARS:
             if self.state in ("arcs", "edges", "matrix") and self._bulk(text, start, end, first_line):
                 return
+            if self.state in ("arcslist", "edgeslist"):
+                self._bulk_lists(text, start, end, first_line)
+                return
             if self.state == "vertices" and _vertex_ids_fit(text[start:end], self.net.n):
                 return
         self._lines(text[start:end], first_line)
 
     def _lines(self, text: str, first_line: int) -> None:
         self._check_slow(text)
+        listed = self.list_edges
         for line_no, raw in enumerate(text.splitlines(), start=first_line):
             s = raw.strip()
             if not s or s.startswith("%"):
@@ -369,6 +424,8 @@ class _Parser:
                     f"line {line_no}: data before any section keyword: {s[:50]!r}",
                     "a Pajek network starts with '*Vertices n'",
                 )
+        if self.list_edges > listed:
+            self._check_lists()
 
     def _check_slow(self, text: str) -> None:
         """Refuse, over the memory limit, the file's read with the lines of ``text`` read one by one too:
@@ -377,11 +434,50 @@ class _Parser:
         lines = text.count("\n") + 1
         self.slow_lines += lines
         self.slow += _SLOW_LINE_COST * lines + _width(text) * len(text)
+        check_memory(self._estimate(), limit=self.src.max_memory,
+                     what=f"{self.src.display}: parsing {self.slow_lines:,} lines one by one")
+
+    def _check_lists(self) -> None:
+        """Refuse, over the memory limit, the file's read with the arcs and edges of list lines beyond
+        one a line (:func:`parse_cost` counts one a line) at :data:`_LINE_COST` each: checked as each
+        chunk of a list section is read, before the matrix is assembled from them all."""
+        check_memory(self._estimate(), limit=self.src.max_memory,
+                     what=f"{self.src.display}: {self.list_edges:,} more arcs or edges than lines in list sections")
+
+    def _estimate(self) -> int:
+        """The peak the file's read is checked for so far: read_text's, and what lines read one by one
+        and list lines of several arcs or edges add."""
         if self.checked is None:  # what read_text checked, once (a count of the file's lines)
             data = self.src.read_bytes()
             self.checked = parse_cost(data, data.count(b"\n") + 1)
-        check_memory(self.checked + self.slow, limit=self.src.max_memory,
-                     what=f"{self.src.display}: parsing {self.slow_lines:,} lines one by one")
+        return self.checked + self.slow + _LINE_COST * self.list_edges
+
+    def _bulk_lists(self, text: str, start: int, end: int, first_line: int) -> None:
+        """Read an ``*Arcslist`` / ``*Edgeslist`` section a chunk of :func:`_chunks` at a time: in bulk where
+        the chunk holds only vertex ids in range and blanks (:func:`_list_columns`), else line by line
+        (comments, relation prefixes, attributes, a bad id: :meth:`_lines` names the line of an error).
+        The chunks are read in file order, so the arcs and edges are stored as the line reader stores them."""
+        for begin, stop in _chunks(text, start, end):
+            chunk = text[begin:stop]
+            columns = _list_columns(_ascii(chunk), self.net.n)
+            if columns is None:
+                self._lines(chunk, first_line)
+            else:
+                self._add_lists(chunk, columns, first_line)
+            first_line += chunk.count("\n")
+
+    def _add_lists(self, chunk: str, columns: tuple[np.ndarray, np.ndarray, np.ndarray], first_line: int) -> None:
+        """Store the arcs or edges of list lines ``chunk`` read in bulk (``columns``: :func:`_list_columns`'s),
+        its first line numbered ``first_line``, as :meth:`_list_line` stores them one by one."""
+        lead = _BLANKS.match(chunk).end()  # the first line with an id is noted, a source alone too
+        if lead < len(chunk):
+            self.net.note_relation(self.relation, first_line + chunk.count("\n", 0, lead))
+        i, j, line = columns
+        if len(i):
+            line += first_line
+            self.net.add_block(i, j, np.ones(len(i)), self.state == "edgeslist", line, self.relation)
+            self.list_edges += len(i) - (np.count_nonzero(line[1:] != line[:-1]) + 1)
+            self._check_lists()
 
     def _bulk(self, text: str, start: int, end: int, first_line: int) -> bool:
         """Read a section of plain numbers (``i j [w]`` lines, or a matrix's rows) in bulk; False, with
@@ -402,7 +498,8 @@ class _Parser:
             return True
         self.net.note_relation(self.relation, first_line)
         for i, j, w in pieces:
-            self.net.add_block(i, j, w, self.state == "edges", first_line, self.relation)
+            self.net.add_block(i, j, w, self.state == "edges", np.arange(first_line, first_line + len(i)),
+                               self.relation)
             first_line += len(i)
         return True
 
@@ -576,7 +673,7 @@ class _Parser:
         if not tokens:
             raise self.src.fail(f"line {line_no}: expected 'i j k ...', got nothing after the relation number")
         i = self._vertex_id(tokens[0], line_no)
-        for t in tokens[1:]:
+        for count, t in enumerate(tokens[1:]):
             if not is_int_token(t):
                 if parse_float(t) is not None or is_missing_token(t) or is_number_like(t):
                     # a weight: lists hold none, and it was dropped without a word
@@ -586,6 +683,7 @@ class _Parser:
                                         "sections ('i j weight')")
                 break
             self.net.add(i, self._vertex_id(t, line_no), 1.0, self.state == "edgeslist", line_no, relation)
+            self.list_edges += int(count > 0)  # (parse_cost counts one a line)
 
     def _matrix_line(self, s: str, line_no: int) -> None:
         block = self.net.matrices[-1]
