@@ -66,9 +66,6 @@ _CHUNK_CHARS = 1 << 23
 _BLANKS = re.compile(r"[ \t\n]*")
 #: The characters of a plain list section (:func:`_list_columns`): vertex ids, blanks and line ends only.
 _LIST_CHARS = b"0123456789 \t\n"
-#: Digits of the longest vertex id read in bulk (longer ones, out of range or zero-padded, are read line
-#: by line): 18 digits always fit an int64.
-_ID_DIGITS = 18
 
 #: Peak bytes a line of a read in bulk, with the file's bytes (benchmarks/results/pajek_memory.md: 126-139 a
 #: line of ``*Edges`` traced, 111 of ``*Arcs``, at the matrix's assembly: the six columns, the mirrored COO
@@ -181,35 +178,31 @@ def _edge_columns(table: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np
 def _list_columns(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The arcs or edges of ``*Arcslist`` / ``*Edgeslist`` lines ``data`` (a source id, then its targets'
     ids): each one's source, target and line (0 for the first of ``data``), in the order written; None
-    unless ``data`` holds only ids in 1..n (of at most :data:`_ID_DIGITS` digits), blanks and line ends.
-    Blank lines and lines of a source alone, which give nothing, may be anywhere: a line's number comes
-    from the line ends before it, not from a row count."""
+    unless ``data`` holds only ids in 1..n, blanks and line ends.  Blank lines and lines of a source
+    alone, which give nothing, may be anywhere: a line's number is counted from the line ends before it."""
     if not data or data.translate(None, _LIST_CHARS):
         return None
-    chars = np.frombuffer(data, dtype=np.uint8)
-    digit = (chars >= 48).view(np.int8)  # (the other characters allowed are all below '0')
-    step = np.diff(digit, prepend=np.int8(0), append=np.int8(0))
-    starts, ends = np.flatnonzero(step == 1), np.flatnonzero(step == -1)
-    del digit, step
-    if not len(starts):  # blank lines only
+    # The numbers in C by fromstring's text mode (any blanks and line ends between them), each line end
+    # read as a -1 first (no id has a sign), and one more at the end: a parse cut short would lack it.
+    # (Token positions found in numpy and the ids read by a digit loop took 5x as long.)  An id too long
+    # for int64 is read as its largest value (strtoll's), out of range like any id over n.
+    values = np.fromstring(data.replace(b"\n", b" -1 ") + b" -1", dtype=np.int64, sep=" ")
+    ends = values == -1
+    lines = np.count_nonzero(ends)
+    if lines != data.count(b"\n") + 1 or not ends[-1]:
+        return None
+    if lines == len(values):  # blank lines only
         none = np.zeros(0, dtype=np.int64)
         return none, none, none
-    lengths = ends - starts
-    if lengths.max() > _ID_DIGITS:
-        return None
-    ids = np.zeros(len(starts), dtype=np.int64)
-    for k in range(int(lengths.max())):
-        going = lengths > k
-        ids = np.where(going, ids * 10 + chars[np.minimum(starts + k, len(chars) - 1)] - 48, ids)
+    line = np.cumsum(ends)[~ends]  # the line ends before each id: its line
+    ids = values[~ends]
+    del values, ends
     if ids.min() < 1 or ids.max() > n:
         return None
-    line = np.searchsorted(np.flatnonzero(chars == 10), starts)  # line ends before each id: its line
-    first = np.empty(len(line), dtype=bool)  # a line's first id: its source
-    first[0] = True
-    np.not_equal(line[1:], line[:-1], out=first[1:])
-    source = ids[first][np.cumsum(first) - 1]
-    target = ~first
-    return source[target], ids[target], line[target]
+    first = np.flatnonzero(np.diff(line, prepend=-1))  # each line's first id: its source
+    target = np.ones(len(ids), dtype=bool)
+    target[first] = False
+    return np.repeat(ids[first], np.diff(first, append=len(ids)) - 1), ids[target], line[target]
 
 
 def _vertex_ids_fit(body: str, n: int) -> bool:
