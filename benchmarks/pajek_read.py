@@ -3,9 +3,12 @@
 Run by hand (not part of the tests):
 
     python benchmarks/pajek_read.py --sfapprox /tmp/pajekfast_old FILE.net [FILE.net ...] [--rounds 1]
+    python benchmarks/pajek_read.py --sfapprox /tmp/old --arcslist 100000 1000000 --data /tmp/lists
 
 The files are given (random graphs of N vertices, ten lines a vertex, ``*Edges`` or ``*Arcs``, with or
-without weights, each vertex listed with a label; none are in the repository).  Per file and round, the
+without weights, each vertex listed with a label; none are in the repository), or written first with
+``--arcslist N ...`` into ``--data`` (:func:`write_arcslist`: N labelled vertices, then one ``*Arcslist``
+line a vertex, ten random targets each, seed 0), reused there when present.  Per file and round, the
 two checkouts alternate, each: ``sfapprox info FILE`` (wall seconds and peak RSS of the command line,
 as a user sees it, by ``getrusage``), then ``load_matrix(FILE, keep_sparse=True)`` in a fresh process
 (``run_child``: its seconds, peak RSS and the SHA-256 of the CSR's ``indptr``, ``indices``, ``data``;
@@ -22,6 +25,28 @@ from pathlib import Path
 
 from _common import (ROOT, checkout_env, findings_lines, machine, measure_command, meta, run_child, version,
                      write_results)
+
+
+def write_arcslist(folder: str, n: int, seed: int = 0) -> str:
+    """``folder/g{n // 1000}k_arcslist.net``: n vertices (``v "vv"``), then ``*Arcslist`` with one line a
+    vertex, ``v`` and ten random targets (repeats and self-loops as they fall); kept if already there."""
+    import numpy as np
+
+    path = Path(folder) / f"g{n // 1000}k_arcslist.net"
+    if path.exists():
+        return str(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    part = path.with_suffix(".part")
+    with open(part, "w") as out:
+        out.write(f"*Network g{n}\n*Vertices {n}\n")
+        out.writelines(f'{v} "v{v}"\n' for v in range(1, n + 1))
+        out.write("*Arcslist\n")
+        for begin in range(1, n + 1, 100_000):  # (the targets a block of vertices at a time)
+            rows = rng.integers(1, n + 1, (min(100_000, n + 1 - begin), 10))
+            out.writelines(f"{v} {' '.join(map(str, row))}\n" for v, row in enumerate(rows.tolist(), begin))
+    part.replace(path)
+    return str(path)
 
 
 def one(path: str) -> dict:
@@ -64,13 +89,19 @@ def measure(path: str, envs: dict, rounds: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("files", nargs="+")
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--arcslist", type=int, nargs="+", default=[], metavar="N",
+                    help="also an *Arcslist file of N vertices, ten targets each (written into --data)")
+    ap.add_argument("--data", default="/tmp/pajek_read_data", help="the folder of the --arcslist files")
     ap.add_argument("--sfapprox", required=True, help="the checkout to compare with (its sfapprox first on PYTHONPATH)")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--tag", default="pajek_read")
     args = ap.parse_args()
     envs = {"before": checkout_env(args.sfapprox), "after": checkout_env(str(ROOT))}
-    rows = [measure(str(Path(f).resolve()), envs, args.rounds) for f in args.files]
+    files = [*args.files, *(write_arcslist(args.data, n) for n in args.arcslist)]
+    if not files:
+        ap.error("give FILE.net or --arcslist N")
+    rows = [measure(str(Path(f).resolve()), envs, args.rounds) for f in files]
     out = {"meta": meta(machine=machine(numpy=version("numpy"), scipy=version("scipy")),
                         before=args.sfapprox, rounds=args.rounds), "rows": rows}
     lines = ["# Reading large Pajek networks: before / after", "", f"Machine: {out['meta']['machine']}", "",
