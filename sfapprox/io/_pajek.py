@@ -66,6 +66,10 @@ _CHUNK_CHARS = 1 << 23
 _BLANKS = re.compile(r"[ \t\n]*")
 #: The characters of a plain list section (:func:`_list_columns`): vertex ids, blanks and line ends only.
 _LIST_CHARS = b"0123456789 \t\n"
+#: Every digit as "0" (:func:`_list_columns`: an id of 19 digits or more, which int64 may not hold, is found
+#: as 19 "0"s in a row, 10x faster than by a regular expression; the line reader names it, or reads it
+#: when zero-padded).
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 #: Peak bytes a line of a read in bulk, with the file's bytes (benchmarks/results/pajek_memory.md: 126-139 a
 #: line of ``*Edges`` traced, 111 of ``*Arcs``, at the matrix's assembly: the six columns, the mirrored COO
@@ -180,12 +184,11 @@ def _list_columns(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     ids): each one's source, target and line (0 for the first of ``data``), in the order written; None
     unless ``data`` holds only ids in 1..n, blanks and line ends.  Blank lines and lines of a source
     alone, which give nothing, may be anywhere: a line's number is counted from the line ends before it."""
-    if not data or data.translate(None, _LIST_CHARS):
+    if not data or data.translate(None, _LIST_CHARS) or b"0" * 19 in data.translate(_DIGITS_AS_ZERO):
         return None
     # The numbers in C by fromstring's text mode (any blanks and line ends between them), each line end
     # read as a -1 first (no id has a sign), and one more at the end: a parse cut short would lack it.
-    # (Token positions found in numpy and the ids read by a digit loop took 5x as long.)  An id too long
-    # for int64 is read as its largest value (strtoll's), out of range like any id over n.
+    # (Token positions found in numpy and the ids read by a digit loop took 5x as long.)
     values = np.fromstring(data.replace(b"\n", b" -1 ") + b" -1", dtype=np.int64, sep=" ")
     ends = values == -1
     lines = np.count_nonzero(ends)
