@@ -438,7 +438,7 @@ class _Parser:
         one a line (:func:`parse_cost` counts one a line) at :data:`_LINE_COST` each: checked as each
         chunk of a list section is read, before the matrix is assembled from them all."""
         check_memory(self._estimate(), limit=self.src.max_memory,
-                     what=f"{self.src.display}: {self.list_edges:,} more arcs or edges than lines in list sections")
+                     what=f"{self.src.display}: parsing list lines of {self.list_edges:,} more arcs or edges than lines")
 
     def _estimate(self) -> int:
         """The peak the file's read is checked for so far: read_text's, and what lines read one by one
@@ -472,7 +472,7 @@ class _Parser:
         if len(i):
             line += first_line
             self.net.add_block(i, j, np.ones(len(i)), self.state == "edgeslist", line, self.relation)
-            self.list_edges += len(i) - (np.count_nonzero(line[1:] != line[:-1]) + 1)
+            self.list_edges += len(i) - 1 - int(np.count_nonzero(line[1:] != line[:-1]))  # less one a line
             self._check_lists()
 
     def _bulk(self, text: str, start: int, end: int, first_line: int) -> bool:
