@@ -209,7 +209,7 @@ def test_the_distribution_names_its_license_by_spdx_expression_and_ships_its_tex
 
 def test_a_build_of_the_package_ships_every_file_it_reads(tmp_path):
     """A wheel held no data_manifests/ (a clone's folder), so `sfapprox batch synthetic ...` had no manifest:
-    what setuptools builds from pyproject.toml (a wheel's files) holds the bundled manifests, and no file
+    what setuptools builds from pyproject.toml (a wheel's files) holds the bundled manifests and the py.typed marker, and no file
     outside the sources but them: a file the code reads beside its modules that is not package data
     is missing from every install but a clone's."""
     from sfapprox.datasets.bundled import bundled_manifests
@@ -223,7 +223,8 @@ def test_a_build_of_the_package_ships_every_file_it_reads(tmp_path):
                            "--build-lib", str(built)], cwd=source, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     shipped = {p.relative_to(built).as_posix() for p in built.rglob("*") if p.is_file() and p.suffix != ".py"}
-    assert shipped == {f"sfapprox/datasets/manifests/{name}.toml" for name in bundled_manifests()}
+    # py.typed (PEP 561): without it a user's type checker ignores the package's hints
+    assert shipped == {f"sfapprox/datasets/manifests/{name}.toml" for name in bundled_manifests()} | {"sfapprox/py.typed"}
     sources = {p.relative_to(PACKAGE.parent).as_posix() for p in PACKAGE.rglob("*")
                if p.is_file() and "__pycache__" not in p.parts}
     assert sources - {p.relative_to(built).as_posix() for p in built.rglob("*") if p.is_file()} == set()
