@@ -624,7 +624,7 @@ def compare(
     on_result: Callable[[MethodResult], None] | None = None,
     load: LoadOptions | None = None,
     matrix_info: Mapping[str, Any] | None = None,
-    include: Mapping[str, Any] | None = None,
+    include: Mapping[str, Any] | Sequence[str | os.PathLike] | str | os.PathLike | None = None,
     executor: Executor | None = None,
     progress: bool = False,
     **setting_changes: Any,

@@ -41,7 +41,7 @@ from ._threads import AdaptiveThreads
 from ._validation import check_squared_norm
 from .formats import shape_text
 from .metrics import sparse_target_error, surrogate_columns
-from .sources import DistributedSource, MatrixSource, as_source, block_columns
+from .sources import DistributedSource, MatrixLike, MatrixSource, as_source, block_columns
 
 __all__ = ["ErrorEstimate", "estimate_errors", "block_errors", "scoring_order", "Z95", "DEFAULT_RTOL", "MIN_SAMPLE"]
 
@@ -135,13 +135,13 @@ class ErrorEstimate:
 
 
 def estimate_errors(
-    source: MatrixSource,
+    source: MatrixLike,
     operators: Mapping[str, Any],
     *,
     time_limit: float | None = None,
     rtol: float = DEFAULT_RTOL,
     seed: int = DEFAULT_SEED,
-    max_memory: int | None = None,
+    max_memory: int | str | None = None,
     fro_norm: float | None = None,
     executor: Executor | None = None,
 ) -> dict[str, ErrorEstimate]:

@@ -879,7 +879,7 @@ def _check_source(source: dict, path: Path) -> None:
                          "edited (write the fit again)")
 
 
-def load_factors(path: str | os.PathLike, *, max_memory: int | None = None) -> SavedFactors:
+def load_factors(path: str | os.PathLike, *, max_memory: int | str | None = None) -> SavedFactors:
     """Read a fit written by :func:`save_factors`, validating it as an input.
 
     Parameters

@@ -316,7 +316,7 @@ class HierarchicalButterfly(Approximation):
     }
 
     def __init__(self, order: str = "best", *, budget: int | None = None,
-                 time_limit: float | None = DEFAULT_TIME_LIMIT, max_memory: int | None = None,
+                 time_limit: float | None = DEFAULT_TIME_LIMIT, max_memory: int | str | None = None,
                  callback: Callable[[dict], Any] | None = None):
         self.order = order
         self.callback = callback

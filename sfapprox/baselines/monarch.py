@@ -559,7 +559,7 @@ class Monarch(Approximation):
         budget: int | None = None,
         max_shapes: int = MAX_SHAPES,
         time_limit: float | None = DEFAULT_TIME_LIMIT,
-        max_memory: int | None = None,
+        max_memory: int | str | None = None,
         callback: Callable[[dict], Any] | None = None,
     ):
         self.rank = rank

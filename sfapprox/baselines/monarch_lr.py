@@ -290,7 +290,7 @@ class MonarchLowRank(Approximation):
         tol: float = 1e-6,
         time_limit: float | None = DEFAULT_TIME_LIMIT,
         random_state: int = DEFAULT_SEED,
-        max_memory: int | None = None,
+        max_memory: int | str | None = None,
         callback: Callable[[dict], Any] | None = None,
     ):
         self.budget = budget

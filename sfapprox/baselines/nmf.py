@@ -630,7 +630,7 @@ class NMF(Approximation):
         random_state: int = DEFAULT_SEED,
         device: str = "auto",
         dtype: str | None = None,
-        max_memory: int | None = None,
+        max_memory: int | str | None = None,
         callback: Callable[[dict], Any] | None = None,
         **renamed: Any,
     ):

@@ -446,7 +446,7 @@ class Nystrom(Approximation):
 
     def __init__(self, n_components: int | None = None, *, budget: int | None = None, pivots: str = "rpcholesky",
                  random_state: int = DEFAULT_SEED, time_limit: float | None = DEFAULT_TIME_LIMIT,
-                 max_memory: int | None = None):
+                 max_memory: int | str | None = None):
         self.n_components = n_components
         self.budget = budget
         self.pivots = pivots

@@ -548,7 +548,7 @@ class RandomizedSVD(Approximation):
 
     def __init__(self, n_components: int | None = None, *, budget: int | None = None, n_oversamples: int = 10,
                  n_iter: int = 2, random_state: int = DEFAULT_SEED, time_limit: float | None = DEFAULT_TIME_LIMIT,
-                 max_memory: int | None = None):
+                 max_memory: int | str | None = None):
         self.n_components = n_components
         self.budget = budget
         self.n_oversamples = n_oversamples

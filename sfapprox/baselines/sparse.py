@@ -535,7 +535,7 @@ class SparseApproximation(Approximation):
         "random_state": SEED,
     }
 
-    def __init__(self, n_sparse: int | None = None, *, budget: int | None = None, max_memory: int | None = None,
+    def __init__(self, n_sparse: int | None = None, *, budget: int | None = None, max_memory: int | str | None = None,
                  time_limit: float | None = DEFAULT_TIME_LIMIT, random_state: int = DEFAULT_SEED):
         self.n_sparse = n_sparse
         self.budget = budget

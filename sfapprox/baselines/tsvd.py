@@ -261,7 +261,7 @@ class TruncatedSVD(Approximation):
         n_iter: int = 7,
         random_state: int = DEFAULT_SEED,
         time_limit: float | None = DEFAULT_TIME_LIMIT,
-        max_memory: int | None = None,
+        max_memory: int | str | None = None,
         **renamed: Any,
     ):
         self.n_components = n_components

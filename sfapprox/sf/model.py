@@ -511,7 +511,7 @@ class ChordSF(Approximation):
         random_state: int = DEFAULT_SEED,
         device: str = "auto",
         dtype: str | None = None,
-        max_memory: int | None = None,
+        max_memory: int | str | None = None,
         callback: Callable[[dict], bool | None] | None = None,
         threads: int | None = None,
         checkpoint: str | os.PathLike | None = None,
