@@ -332,7 +332,7 @@ class LoadedMatrix:
             return int(self.matrix.nnz)
         return int(np.count_nonzero(self.matrix))
 
-    def to_dense(self, *, max_memory: int | None = None) -> np.ndarray:
+    def to_dense(self, *, max_memory: int | str | None = None) -> np.ndarray:
         """The matrix as a float64 C-contiguous ndarray (the stored array if already dense).
 
         Parameters

@@ -351,7 +351,7 @@ class MatrixSource:
         wrapped one where its products run here)."""
         return self
 
-    def limited(self, max_memory: int | None) -> "MatrixSource":
+    def limited(self, max_memory: int | str | None) -> "MatrixSource":
         """A shallow copy of this source (the same data) whose passes are sized for ``max_memory``.
 
         Parameters
@@ -375,7 +375,7 @@ class MatrixSource:
         return check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT},
                             f"{type(self).__name__}.{method}")["max_memory"]
 
-    def block_width(self, max_memory: int | None = None, *, extra_columns: int = 0) -> int:
+    def block_width(self, max_memory: int | str | None = None, *, extra_columns: int = 0) -> int:
         """Columns per block of a pass: :data:`BLOCK_SHARE` of the memory limit, between MIN_BLOCK and MAX_BLOCK.
 
         The limit is ``max_memory``, else the source's own :attr:`max_memory`,
@@ -452,7 +452,7 @@ class MatrixSource:
         """
         return 8 * self.n * width * self.column_copies
 
-    def to_dense(self, max_memory: int | None = None) -> np.ndarray:
+    def to_dense(self, max_memory: int | str | None = None) -> np.ndarray:
         """The whole matrix, formed block by block (refused above the memory limit, before allocating).
 
         Parameters

@@ -115,13 +115,13 @@ class DistributedSource(MatrixSource):
         (Monarch's slabs, the exact scoring) is cheaper here than passes of dense blocks on the workers."""
         return self.source.sparse_matrix
 
-    def limited(self, max_memory: int | None) -> "DistributedSource":
+    def limited(self, max_memory: int | str | None) -> "DistributedSource":
         """The same executor over a limited copy of the wrapped source (:meth:`MatrixSource.limited`).
 
         Parameters
         ----------
-        max_memory : int or None
-            Memory limit in bytes; None: the default limit.
+        max_memory : int, str or None
+            Memory limit in bytes (or a size such as ``"4G"``); None: the default limit.
 
         Returns
         -------
@@ -130,13 +130,13 @@ class DistributedSource(MatrixSource):
         """
         return DistributedSource(self.source.limited(max_memory), self.executor)
 
-    def block_width(self, max_memory: int | None = None, *, extra_columns: int = 0) -> int:
+    def block_width(self, max_memory: int | str | None = None, *, extra_columns: int = 0) -> int:
         """The wrapped source's blocks (:meth:`MatrixSource.block_width`): the same passes, split here.
 
         Parameters
         ----------
-        max_memory : int or None, default=None
-            Memory limit in bytes; None: the source's own.
+        max_memory : int, str or None, default=None
+            Memory limit in bytes (or a size such as ``"4G"``); None: the source's own.
         extra_columns : int, default=0
             Columns of ``N`` numbers each pass holds besides its block.
 
