@@ -30,6 +30,7 @@ stay fast and do not load torch):
 # this module holds is public (``__all__``), private (``_``) or a submodule, so ``sfapprox.Any``,
 # ``sfapprox.importlib`` and ``sfapprox.annotations`` are not there for a notebook's completion to offer.
 import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 from . import _errors
@@ -82,6 +83,29 @@ _LAZY = {
     "frobenius_error": "sfapprox.metrics",
     "estimate_errors": "sfapprox.estimate",
 }
+
+if _TYPE_CHECKING:  # what __getattr__ returns, for type checkers: without it every lazy name was Any to them
+    # (``name as name``: re-exported, which a type checker does not read from the computed __all__)
+    from . import budget as budget, datasets as datasets, operators as operators, sources as sources  # noqa: F401
+    from . import sweep as sweep  # noqa: F401
+    from ._settings import FitSettings as FitSettings, LoadOptions as LoadOptions  # noqa: F401
+    from .api import fit_matrix as fit_matrix  # noqa: F401
+    from .baselines.monarch import Monarch as Monarch  # noqa: F401
+    from .baselines.nmf import NMF as NMF  # noqa: F401
+    from .baselines.nystrom import Nystrom as Nystrom  # noqa: F401
+    from .baselines.rpca import RobustPCA as RobustPCA  # noqa: F401
+    from .baselines.rsvd import RandomizedSVD as RandomizedSVD  # noqa: F401
+    from .baselines.sparse import SparseApproximation as SparseApproximation  # noqa: F401
+    from .baselines.tsvd import TruncatedSVD as TruncatedSVD  # noqa: F401
+    from .comparison import available_methods as available_methods, compare as compare  # noqa: F401
+    from .estimate import estimate_errors as estimate_errors  # noqa: F401
+    from .factors import load_factors as load_factors, save_factors as save_factors  # noqa: F401
+    from .hybrid import ChordLowRank as ChordLowRank, ChordSparse as ChordSparse  # noqa: F401
+    from .io import LoadedMatrix as LoadedMatrix, load_matrix as load_matrix, open_matrix as open_matrix  # noqa: F401
+    from .metrics import frobenius_error as frobenius_error  # noqa: F401
+    from .operators import ChordOperator as ChordOperator, HybridOperator as HybridOperator  # noqa: F401
+    from .sf.model import ChordSF as ChordSF, fit_sf as fit_sf  # noqa: F401
+    from .sources import AttentionMatrix as AttentionMatrix, KernelMatrix as KernelMatrix  # noqa: F401
 
 #: Old names, kept for scripts (each warns when used; not in ``__all__``).
 _OLD = {

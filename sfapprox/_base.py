@@ -37,7 +37,7 @@ import pkgutil
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from scipy.sparse import issparse
@@ -81,6 +81,14 @@ class Approximation:
     #: The fit works from a :class:`~sfapprox.sources.MatrixSource`'s columns (never forming it); other
     #: methods given a source form it first, within their ``max_memory``.
     _accepts_sources: ClassVar[bool] = False
+
+    # The contract's fitted attributes (module docstring), declared for type checkers only: annotations
+    # without a value create no class attribute, so before ``fit`` they still reach ``__getattr__``.
+    operator_: Any
+    n_stored_: int
+    params_: dict[str, Any]
+    seconds_: float
+    stop_reason_: str
 
     @property
     def _max_memory_bytes(self) -> int | None:
@@ -262,17 +270,19 @@ class Approximation:
     def fit(self, X: MatrixLike, *, check_input: bool = True) -> "Approximation":  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def __getattr__(self, name: str) -> Any:
-        # Only for names not found: a fitted attribute (``operator_``, ``U_``) asked for before fit.
-        fitted = "operator_" in self.__dict__
-        if name.endswith("_") and not name.startswith("_") and not fitted:
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet (no {name}); call fit(X) first")
-        if fitted and name in ("fro_error_", "rel_error_"):
-            # a fitted estimator told "not fitted yet": only the methods whose fit scores its result (SF, the
-            # hybrids, Monarch, RPCA in memory, top-s from columns) keep their error from the fit
-            raise AttributeError(f"{type(self).__name__} keeps no {name} (its fit does not score it): "
-                                 f"frobenius_error(X) gives the absolute and relative errors")
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    if not TYPE_CHECKING:  # hidden from type checkers: a ``__getattr__`` typed ``-> Any`` made every
+        # attribute of every estimator pass, a misspelt one too (``sf.rel_eror_``)
+        def __getattr__(self, name: str) -> Any:
+            # Only for names not found: a fitted attribute (``operator_``, ``U_``) asked for before fit.
+            fitted = "operator_" in self.__dict__
+            if name.endswith("_") and not name.startswith("_") and not fitted:
+                raise NotFittedError(f"this {type(self).__name__} is not fitted yet (no {name}); call fit(X) first")
+            if fitted and name in ("fro_error_", "rel_error_"):
+                # a fitted estimator told "not fitted yet": only the methods whose fit scores its result (SF, the
+                # hybrids, Monarch, RPCA in memory, top-s from columns) keep their error from the fit
+                raise AttributeError(f"{type(self).__name__} keeps no {name} (its fit does not score it): "
+                                     f"frobenius_error(X) gives the absolute and relative errors")
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ------------------------------------------------------------------ using the fit
     def frobenius_error(self, X: MatrixLike, fro_norm: float | None = None) -> tuple[float, float | None]:
