@@ -1,0 +1,159 @@
+"""The package's type hints, as a user's type checker reads them (sfapprox ships py.typed).
+
+Every hint of the public API resolves to something imported (a hint naming what its module never imports
+is an error for ``typing.get_type_hints`` and an unknown name for mypy), what ``__getattr__`` hands out
+lazily is visible to type checkers, and, where mypy is installed (it is not a test dependency), a user's
+script written as README.md writes it type-checks and mypy reports the mistakes it holds.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import os
+import subprocess
+import sys
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sfapprox
+
+ROOT = Path(__file__).resolve().parents[1]
+USER_SCRIPT = Path(__file__).with_name("typing_user.py")
+
+
+def _type_checking_names(module: Any) -> dict[str, Any]:
+    """The names ``module`` imports under ``if TYPE_CHECKING:`` (for type checkers only), imported here.
+
+    A hint may name them (torch, imported where a tensor is met; LoadedMatrix, to keep h5py out of an
+    import): they exist for the checker, not at run time, so ``get_type_hints`` is given them.  An import
+    that fails here is a stale one, and fails the test.
+    """
+    tree = ast.parse(inspect.getsource(module))
+    names: dict[str, Any] = {"__name__": module.__name__, "__package__": module.__package__}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) \
+                and not isinstance(node.test, ast.UnaryOp):
+            imports = [s for s in node.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+            exec(compile(ast.Module(body=imports, type_ignores=[]), module.__file__, "exec"), names)
+    return names
+
+
+#: The names the matrix aliases of sfapprox._validation, sfapprox.sources and compare name under TYPE_CHECKING
+#: (``MatrixArray``'s ``"torch.Tensor"``, ``MatrixInput``'s ``"LoadedMatrix"``): a string inside a ``Union`` alias is resolved where the alias is
+#: used, not where it is defined, so every module that uses the alias is given them.
+ALIAS_NAMES = ("sfapprox._validation", "sfapprox.sources._base", "sfapprox.comparison")
+
+
+def _hinted(obj: Any) -> list[tuple[str, Any]]:
+    """``obj`` itself (a function), or a class's ``__init__``, public methods and properties (its own and
+    those it inherits from sfapprox's classes)."""
+    if inspect.isfunction(obj):
+        return [(obj.__name__, obj)]
+    out = []
+    for name in dir(obj):
+        member = inspect.getattr_static(obj, name)
+        if isinstance(member, property):
+            member = member.fget
+        elif isinstance(member, (staticmethod, classmethod)):
+            member = member.__func__
+        if inspect.isfunction(member) and (name == "__init__" or not name.startswith("_")) \
+                and member.__module__.startswith("sfapprox"):
+            out.append((f"{obj.__name__}.{name}", member))
+    return out
+
+
+def _public_callables() -> list[tuple[str, Any]]:
+    found = []
+    for name in sfapprox.__all__:
+        obj = getattr(sfapprox, name)
+        if inspect.isfunction(obj) or inspect.isclass(obj):
+            found.extend(_hinted(obj))
+    return found
+
+
+def _hints(function: Any) -> dict[str, Any]:
+    """``typing.get_type_hints(function)``, given the TYPE_CHECKING names its module and the aliases see."""
+    names: dict[str, Any] = {}
+    for module_name in (*ALIAS_NAMES, function.__module__):
+        names.update(_type_checking_names(importlib.import_module(module_name)))
+    return typing.get_type_hints(function, localns=names)
+
+
+def _unresolved(label_and_function: list[tuple[str, Any]]) -> list[str]:
+    failures = []
+    for label, function in label_and_function:
+        try:
+            _hints(function)
+        except Exception as exc:  # NameError, AttributeError, TypeError: each a hint that does not resolve
+            failures.append(f"{label} ({function.__module__}): {type(exc).__name__}: {exc}")
+    return failures
+
+
+def test_every_public_hint_resolves():
+    functions = _public_callables()
+    assert len(functions) > 100 and {"compare", "ChordSF.fit", "KernelMatrix.__init__"} <= {f for f, _ in functions}
+    assert _unresolved(functions) == []
+
+
+def test_a_hint_naming_what_its_module_does_not_import_is_found():
+    namespace: dict[str, Any] = {"__name__": "sfapprox._validation"}  # a module whose TYPE_CHECKING has torch
+    exec("def f(x: 'numpy.ndarray') -> int:\n    return 0", namespace)  # numpy: imported, but not as numpy
+    failures = _unresolved([("f", namespace["f"])])
+    assert len(failures) == 1 and "name 'numpy' is not defined" in failures[0]
+
+
+def test_every_max_memory_takes_a_size_as_the_readme_says():
+    """README: every ``max_memory=`` takes bytes or a size (``"4G"``); the estimators', load_factors' and
+    estimate_errors' hints said ``int | None``, so a user's mypy refused ``max_memory="1G"``, which runs."""
+    functions = [(label, f) for label, f in _public_callables() if "max_memory" in inspect.signature(f).parameters]
+    assert len(functions) >= 15
+    for label, function in functions:
+        hint = _hints(function)["max_memory"]
+        assert str in typing.get_args(hint), (label, hint)
+
+
+def test_the_lazy_names_are_imported_for_type_checkers():
+    """``sfapprox.compare`` comes from a module ``__getattr__`` typed ``-> Any``: without imports under
+    TYPE_CHECKING, mypy and pyright saw every lazy name as Any (no hint of the API checked a user's call)."""
+    tree = ast.parse((ROOT / "sfapprox" / "__init__.py").read_text(encoding="utf-8"))
+    seen: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom):
+                    for alias in statement.names:
+                        # ``name as name``: re-exported (a checker does not read the computed __all__)
+                        assert alias.asname == alias.name, ast.unparse(statement)
+                        parent = "sfapprox" + (f".{statement.module}" if statement.module else "")
+                        seen[alias.name] = parent if statement.module else f"{parent}.{alias.name}"
+    assert set(seen) == set(sfapprox._LAZY)
+    # each from the module __getattr__ takes it from (a submodule: that module itself)
+    assert {name: module for name, module in seen.items()} == sfapprox._LAZY
+
+
+def test_an_estimator_reaches_getattr_for_its_fitted_attributes_only_at_run_time():
+    """``Approximation.__getattr__`` is hidden from type checkers (it made any misspelt attribute pass);
+    at run time it still says that an estimator is not fitted."""
+    with pytest.raises(sfapprox.NotFittedError, match="not fitted yet .no operator_"):
+        sfapprox.TruncatedSVD(n_components=2).operator_
+
+
+def test_a_users_script_type_checks_and_its_mistakes_are_reported(tmp_path):
+    """mypy on tests/typing_user.py: no error, with ``--warn-unused-ignores`` (so each line marked as a
+    mistake must be one mypy reports, of the code it names).  Before py.typed and the lazy names'
+    imports, sfapprox was Any to mypy: every mistake went through."""
+    pytest.importorskip("mypy")
+    text = USER_SCRIPT.read_text(encoding="utf-8")
+    assert text.count("# type: ignore[") >= 8  # the mistakes are there to be found
+    # silent: errors in sfapprox's own modules are not the user's (the package is not mypy-clean)
+    command = [sys.executable, "-m", "mypy", "--warn-unused-ignores", "--follow-imports=silent",
+               "--ignore-missing-imports", "--no-error-summary", "--cache-dir", str(tmp_path / "cache"),
+               str(USER_SCRIPT)]
+    env = {**os.environ, "MYPYPATH": str(ROOT)}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
+    assert (done.returncode, done.stdout) == (0, ""), done.stdout + done.stderr
