@@ -136,6 +136,16 @@ def test_the_lazy_names_are_imported_for_type_checkers():
     assert {name: module for name, module in seen.items()} == sfapprox._LAZY
 
 
+def test_fitted_attributes_that_may_be_none_are_declared_so():
+    """ChordSF's fit sets ``fro_error_``/``rel_error_`` (and ``threads_``) to None on one branch first: a type
+    checker took None as their type, so ``sf.rel_error_ < 1e-3`` (the class docstring's example) was an error."""
+    hints = typing.get_type_hints(sfapprox.ChordSF)
+    assert hints["rel_error_"] == hints["fro_error_"] == float | None and hints["threads_"] == int | None
+    # the contract's attributes (sfapprox._base), for every estimator; annotations only: nothing before fit
+    assert {"operator_", "n_stored_", "params_", "seconds_", "stop_reason_"} <= set(hints)
+    assert "rel_error_" not in vars(sfapprox.ChordSF) and "operator_" not in dir(sfapprox.ChordSF)
+
+
 def test_an_estimator_reaches_getattr_for_its_fitted_attributes_only_at_run_time():
     """``Approximation.__getattr__`` is hidden from type checkers (it made any misspelt attribute pass);
     at run time it still says that an estimator is not fitted."""

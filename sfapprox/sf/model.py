@@ -483,6 +483,13 @@ class ChordSF(Approximation):
 
     _accepts_sources = True  # formed when its fit fits the memory limit, else fitted from column blocks
 
+    # Fitted attributes that a branch of fit sets to None first, declared as the docstring says for type
+    # checkers (a checker took their type from that first assignment: ``rel_error_`` was None to mypy, and
+    # ``sf.rel_error_ < 1e-3`` an error).  Annotations alone: no class attribute, so unfitted they are not there.
+    fro_error_: float | None
+    rel_error_: float | None
+    threads_: int | None
+
     #: How a comparison chose this structure when it took fewer factors than its budget allows
     #: (:func:`sfapprox.sf.methods.sf_estimator` sets it; merged into ``params_``): None otherwise.
     _structure_choice: dict | None = None
