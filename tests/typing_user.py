@@ -55,6 +55,31 @@ def sources() -> int:
     return K.formed_bytes
 
 
+def use_the_result(X: np.ndarray) -> np.ndarray:
+    import scipy.sparse
+    import torch
+
+    sf = sfapprox.ChordSF(max_iter=100, device="cpu").fit(X)
+    sf.fro_error_, sf.rel_error_, sf.stop_reason_, sf.n_stored_, sf.params_
+    op = sfapprox.load_factors("f.h5").operator                      # ChordOperator: compiled apply
+    y, z = op @ X[:, 0], op.T @ X[:, 0]
+    saved = sfapprox.load_factors("f.h5")
+    w = saved @ X[:, 0]
+    factors = op.to_sparse_factors()
+    layer = op.to_torch()
+    out = layer(torch.randn(8, 64))
+    S = scipy.sparse.random(2_000, 2_000, density=1e-3, format="csr", random_state=0)
+    mo = sfapprox.Monarch(budget=600_000, max_memory=1 << 30).fit(S)
+    q, k = np.random.default_rng(0).standard_normal((2, 512, 16))
+    A = sfapprox.AttentionMatrix(q, k)
+    m = sfapprox.open_matrix("points.csv", kernel="laplacian")
+    ranked = sfapprox.compare(A, "rsvd,sparse", budget=0.05, progress=True)
+    frame = ranked.to_frame()
+    chord = sfapprox.ChordOperator(np.full((3, 8, 4), 0.25))
+    assert factors and out is not None and mo.operator_ is not None and m is not None and frame is not None
+    return np.asarray(y) + np.asarray(z) + np.asarray(w) + chord @ X[:8, 0]
+
+
 def mistakes(X: np.ndarray) -> None:
     sfapprox.ChordSF(max_iter="300")                                 # type: ignore[arg-type]
     sfapprox.TruncatedSVD(n_components=5, random_state="0")          # type: ignore[arg-type]
