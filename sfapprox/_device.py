@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ._errors import DeviceError, ParameterError, parameter
+
+if TYPE_CHECKING:  # torch is imported where a device is resolved (the hints below name it)
+    import torch
 
 __all__ = ["resolve_device", "resolve_dtype"]
 
@@ -57,7 +61,7 @@ def check_device(device: str | None) -> None:
         resolve_device(device)
 
 
-def resolve_dtype(dtype: str | None, device, float32_from: int | None = None, n: int | None = None) -> "torch.dtype":  # noqa: F821
+def resolve_dtype(dtype: str | None, device, float32_from: int | None = None, n: int | None = None) -> torch.dtype:
     """Map ``"float64" | "float32" | None`` to a torch dtype.
 
     ``None`` (or ``"auto"``) means float32 on a GPU (where float64 throughput
