@@ -42,7 +42,7 @@ import io
 import json
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -309,7 +309,7 @@ def save_factors(
     operator,
     *,
     kind: str | None = None,
-    loss_history: list[float] | np.ndarray = (),
+    loss_history: Sequence[float] | np.ndarray = (),
     fit: dict[str, Any] | None = None,
     settings: dict[str, Any] | None = None,
     source: dict[str, Any] | None = None,

@@ -133,8 +133,9 @@ def split_cost(data: bytes, lines: int) -> int:
     return (1 + 2 * text_width(data)) * len(data) + LINE_OBJECT_BYTES * lines
 
 
-def one_line(text: str) -> str:
-    """Collapse ``text`` to a single line (third-party messages may hold newlines)."""
+def one_line(text: object) -> str:
+    """Collapse ``text`` (a message, or an exception: its ``str``) to a single line (third-party messages
+    may hold newlines)."""
     return " ".join(str(text).split())
 
 
