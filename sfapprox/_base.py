@@ -37,7 +37,7 @@ import pkgutil
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 from scipy.sparse import issparse
@@ -267,7 +267,7 @@ class Approximation:
             return X
         return in_memory_or_columns(self.method_name, spec, X, self._max_memory_bytes)
 
-    def fit(self, X: MatrixLike, *, check_input: bool = True) -> "Approximation":  # pragma: no cover - abstract
+    def fit(self, X: MatrixLike, *, check_input: bool = True) -> Self:  # pragma: no cover - abstract
         raise NotImplementedError
 
     if not TYPE_CHECKING:  # hidden from type checkers: a ``__getattr__`` typed ``-> Any`` made every

@@ -155,6 +155,17 @@ def test_every_max_memory_takes_a_size_as_the_readme_says():
         assert str in typing.get_args(hint), (label, hint)
 
 
+def test_every_estimators_fit_is_hinted_to_return_the_estimator():
+    """``fit`` returns ``self``: ChordLowRank's and ChordSparse's were hinted ``-> _ChordHybrid`` (their private
+    base), so ``lr: ChordLowRank = ChordLowRank().fit(X)`` was an error for mypy."""
+    estimators = [getattr(sfapprox, name) for name in sfapprox.__all__
+                  if inspect.isclass(getattr(sfapprox, name)) and hasattr(getattr(sfapprox, name), "fit")]
+    assert len(estimators) >= 10
+    for cls in estimators:
+        returned = _hints(cls.fit)["return"]
+        assert returned is cls or returned is typing.Self, (cls.__name__, returned)
+
+
 def test_the_lazy_names_are_imported_for_type_checkers():
     """``sfapprox.compare`` comes from a module ``__getattr__`` typed ``-> Any``: without imports under
     TYPE_CHECKING, mypy and pyright saw every lazy name as Any (no hint of the API checked a user's call)."""

@@ -76,6 +76,9 @@ def use_the_result(X: np.ndarray) -> np.ndarray:
     ranked = sfapprox.compare(A, "rsvd,sparse", budget=0.05, progress=True)
     frame = ranked.to_frame()
     chord = sfapprox.ChordOperator(np.full((3, 8, 4), 0.25))
+    lowrank: sfapprox.ChordLowRank = sfapprox.ChordLowRank(budget=5_000).fit(X)   # fit returns the estimator
+    sparse: sfapprox.ChordSparse = sfapprox.ChordSparse(budget=5_000).fit(X)
+    assert lowrank.operator_ is not None and sparse.n_stored_ <= 5_000
     assert factors and out is not None and mo.operator_ is not None and m is not None and frame is not None
     return np.asarray(y) + np.asarray(z) + np.asarray(w) + chord @ X[:8, 0]
 

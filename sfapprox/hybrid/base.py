@@ -9,7 +9,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import scipy.sparse as sp
@@ -431,7 +431,7 @@ class _ChordHybrid(Approximation):
         self.callback = callback
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X: MatrixLike, *, check_input: bool = True) -> "_ChordHybrid":
+    def fit(self, X: MatrixLike, *, check_input: bool = True) -> Self:  # ChordLowRank.fit gives a ChordLowRank
         """Fit every split of the grid to the square matrix ``X`` and keep the best.
 
         A ``KeyboardInterrupt`` stops the grid at once: the best point so far
