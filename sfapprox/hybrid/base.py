@@ -400,6 +400,18 @@ class _ChordHybrid(Approximation):
     ``_objective``, ``_phases`` / ``_refresh`` and ``_operator``.
     """
 
+    # The hooks a subclass supplies (lowrank.py, sparse.py), declared for type checkers only (annotations:
+    # nothing at run time); their signatures are the subclasses'.
+    _start_label: str
+    _grid: Callable[..., list[HybridSplit]]
+    _too_small: Callable[[int, int], str]
+    _fit_end: Callable[..., _Point]
+    _end_stage: Callable[[HybridSplit, int], str]
+    _begin: Callable[..., Any]
+    _objective: Callable[..., Any]
+    _operator: Callable[..., HybridOperator]
+    _record: Callable[[_Point], dict[str, Any]]
+
     _method = ""
     _parameter_constraints = {
         "budget": Interval(int, 0, None, allow_none=True),
