@@ -1090,3 +1090,81 @@ def test_a_stop_while_the_column_kernels_compile_returns_the_start_as_stopped(tm
     (fit,) = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert fit["path"] == "columns" and fit["stop"] == "interrupted" and fit["iterations"] == 0, fit
     assert fit["compiles"] == 1 and 0 < fit["rel"] == pytest.approx(fit["exact"], rel=1e-9)
+
+
+# ------------------------------------------------------------------ the setup under a time limit
+def _slow_kernel(monkeypatch, clock, n: int, seconds: float = 1.0) -> list[int]:
+    """Every call of the block kernel on ``n`` rows "takes" ``seconds`` on the fake clock (the warm-up's
+    8 x 8 calls take none); returns the list of each call's columns."""
+    calls = []
+    real = C.block_loss_and_grad
+
+    def slow(w, offsets, block, start, grads, width, **kw):
+        if block.shape[0] == n:
+            calls.append(block.shape[1])
+            clock.advance(seconds)
+        return real(w, offsets, block, start, grads, width, **kw)
+
+    monkeypatch.setattr(C, "block_loss_and_grad", slow)
+    return calls
+
+
+def test_a_first_step_that_does_not_fit_the_time_is_not_taken(fake_clock, monkeypatch):
+    """Adam took its first step whatever it cost (at N = 100,000 a step and the end's measure took 34 s of a
+    20 s limit).  Given the start's cost on a first block (a step "takes" 2 s here: two blocks of 1 s),
+    it takes the first step only where it and the end's measure fit, and else hands back the start at
+    its best multiple on that block (here c < 0: X is near -I)."""
+    X = -np.eye(96) + 0.05 * np.random.default_rng(3).standard_normal((96, 96))
+    calls = _slow_kernel(monkeypatch, fake_clock, 96)
+    offs = chord_offsets(96)
+    start = start_values(["identity"], 0, (math.ceil(math.log2(96)), 96, len(offs)))["identity"]
+    settings = C.ColumnSettings(batch=16)
+    probe = C.first_block(lambda a, b: X[:, a:b], start, offs, settings=settings, width=8)
+    assert calls == [8] and probe.step_seconds == pytest.approx(2.0)
+
+    def error(values):
+        return float(np.linalg.norm(X - ChordOperator(values, offs).to_dense()) / np.linalg.norm(X))
+
+    fit, _ = _fit(X, 10**6, time_limit=3.0, probe=probe)
+    assert fit.steps == 0 and fit.stop_reason == "time_limit" and fit.kept_start and fit.multiple < 0
+    assert calls == [8] and error(fit.values) < min(1.0, error(start) - 0.4)  # no block read past the limit
+    fit, _ = _fit(X, 10**6, time_limit=4.5, probe=probe)  # a step and the end's measure fit
+    assert fit.steps >= 1
+
+
+def test_from_columns_a_fit_under_a_time_limit_keeps_to_it_when_a_step_costs_more(fake_clock, monkeypatch):
+    """The fit from columns took a step and measured its end whatever the time left: 2 "seconds" of a 1.5 s
+    limit here.  Its first block says a step costs more than the limit: no step, the start kept at its
+    best multiple (no worse than storing nothing), and the fit's clock within the limit."""
+    n = 512
+    X = np.abs(np.random.default_rng(0).standard_normal((n, n)))
+    _slow_kernel(monkeypatch, fake_clock, n)
+    began = fake_clock.time
+    sf = ChordSF(init="identity", max_iter=50, time_limit=1.5, max_memory=_column_limit(n), device="cpu").fit(X)
+    assert sf.params_["path"] == "columns"
+    assert fake_clock.time - began <= 1.5
+    assert sf.n_iter_ == 0 and sf.stop_reason_ == "time_limit" and sf.params_["kept_start"]
+    assert sf.rel_error_ <= 1.0 + 1e-9
+
+
+def test_the_pilot_reads_the_columns_a_share_of_the_time_allows(fake_clock):
+    """Its 512 columns (and their Gram) took 7-13 s of a 20 s limit at N = 100,000.  Under a limit of its
+    own it times its first columns and reads as many as fit (those first ones at least); without one, or
+    where all fit, it reads what it read before, the same numbers."""
+    from sfapprox.sf.model import PILOT_COLUMNS, PILOT_FIRST_COLUMNS, _pilot
+
+    X = _smooth(1024).to_dense()
+
+    class PerColumn(ArraySource):  # a column "takes" 10 ms
+        def columns(self, J):
+            fake_clock.advance(0.01 * len(J))
+            return super().columns(J)
+
+    plain = _pilot(ArraySource(X), seed=0, top=True)
+    assert plain.columns == PILOT_COLUMNS
+    roomy = _pilot(PerColumn(X), seed=0, top=True, seconds=60.0)
+    assert (roomy.fro, roomy.trace, roomy.top) == (plain.fro, plain.trace, plain.top)
+    short = _pilot(PerColumn(X), seed=0, top=False, seconds=2.0)
+    # the first 64 took 0.64 s; the rest of the 2 s reads 136 more
+    assert short.columns == 136 and short.fro == pytest.approx(np.linalg.norm(X), rel=0.2)
+    assert _pilot(PerColumn(X), seed=0, seconds=0.1).columns == PILOT_FIRST_COLUMNS

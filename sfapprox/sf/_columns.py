@@ -46,8 +46,8 @@ from ._kernels import NUMBA_GROUPS, _numba_module, block_loss_and_grad
 from ._multistart import multiple_error
 from ._solver import StopReason, inner_and_square
 
-__all__ = ["ColumnFit", "ColumnSettings", "column_fit_memory", "column_width", "fit_columns", "fit_columns_auto",
-           "fit_columns_lbfgs", "kernels_cached", "warm_up"]
+__all__ = ["ColumnFit", "ColumnSettings", "FirstBlock", "column_fit_memory", "column_width", "first_block",
+           "fit_columns", "fit_columns_auto", "fit_columns_lbfgs", "kernels_cached", "warm_up"]
 
 
 @dataclass(frozen=True)
@@ -331,6 +331,53 @@ def _batches(n: int, batch: int, rng: np.random.Generator):
         yield from rng.permutation(starts).tolist()
 
 
+@dataclass(frozen=True)
+class FirstBlock:
+    """The start evaluated on one block of columns before a fit under a time limit (:func:`first_block`).
+
+    Attributes
+    ----------
+    step_seconds : float
+        What a step of ``settings.batch`` columns is estimated to take: the block's seconds times the
+        blocks of a step (each block's call cost counted again: an estimate on the long side).
+    sums : tuple of float
+        The start's ``(||X_S||^2, <X_S, P_S>, ||P_S||^2)`` on those columns: its best multiple where no
+        step fits the time.
+    """
+
+    step_seconds: float
+    sums: tuple[float, float, float]
+
+
+def first_block(columns: Callable[[int, int], np.ndarray], values: np.ndarray, offsets, *,
+                settings: ColumnSettings = ColumnSettings(), width: int = COLUMN_WIDTH) -> FirstBlock:
+    """Evaluate ``values`` on the first ``width`` columns: what a first step costs, before a fit takes it.
+
+    :func:`fit_columns` times each step by the last one, and took its first whatever it cost: at
+    N = 100,000 (14 factors) a step of 256 columns and the end's measure of another block took 34 s of
+    a 20 s limit.  Given this, it takes the first only where it fits.  (A block of ``width`` columns
+    costs ``width / batch`` of a step; its arrays are freed before the fit makes its own.)
+
+    Parameters
+    ----------
+    columns, values, offsets, settings, width
+        As :func:`fit_columns` takes them.
+
+    Returns
+    -------
+    FirstBlock
+    """
+    n = values.shape[1]
+    low = np.dtype(settings.kernel_dtype)
+    xk = np.ascontiguousarray(values, dtype=low)
+    full = np.empty((n, min(n, width)), dtype=low)
+    grads = np.empty((1, *values.shape), dtype=low)
+    began = _timing.now()
+    sums = _evaluate_block(columns, xk, offsets, full, 0, width, grads)[2:]
+    seconds = _timing.now() - began
+    return FirstBlock(step_seconds=seconds * math.ceil(min(n, max(1, settings.batch)) / full.shape[1]), sums=sums)
+
+
 def fit_columns(
     columns: Callable[[int, int], np.ndarray],
     values: np.ndarray,
@@ -342,6 +389,7 @@ def fit_columns(
     time_limit: float | None = None,
     seed: int = DEFAULT_SEED,
     callback: Callable[[int, float, int, np.ndarray], bool] | None = None,
+    probe: FirstBlock | None = None,
 ) -> ColumnFit:
     """Adam on column blocks of ``X`` from ``values``; stops on ``max_iter`` steps or ``time_limit``.
 
@@ -371,6 +419,10 @@ def fit_columns(
         an attribute ``stage`` (a callable), that is called with ``"adam"``
         before the first step (L-BFGS by passes and the rounds of sketches
         call it with ``"lbfgs"`` and ``"sketch"``).
+    probe : FirstBlock, optional
+        The start on a first block (:func:`first_block`): the first step is then taken only where its
+        estimated cost and the end's measure fit ``time_limit``; where it does not, the start is handed
+        back at its best multiple by the probe's sums (``kept_start``).  None: the first step is taken.
 
     Returns
     -------
@@ -398,8 +450,10 @@ def fit_columns(
             if stop_requested():  # a stop whose KeyboardInterrupt was swallowed (one run in six, Ctrl-C lost)
                 raise KeyboardInterrupt
             # a fit that would end with its window under window_min keeps a step's time to measure its end
-            measure = step_seconds if totals[0] + settings.batch < window_min else 0.0
-            if out.steps and not deadline.fits(step_seconds + measure):
+            # (the first step's cost, the probe's estimate where there is one: it was taken whatever it cost)
+            cost = step_seconds if out.steps else None if probe is None else probe.step_seconds
+            measure = (cost or 0.0) if totals[0] + settings.batch < window_min else 0.0
+            if cost is not None and not deadline.fits(cost + measure):
                 out.stop_reason = StopReason.TIME_LIMIT
                 break
             t0 = _timing.now()
@@ -433,6 +487,11 @@ def fit_columns(
                 out.stop_reason = StopReason.INTERRUPTED
         if end is not None:
             _end_at_best_multiple(out, values, end, first)
+    elif first is None and probe is not None and out.stop_reason == StopReason.TIME_LIMIT:
+        # no step fitted the time: the start, at its best multiple on the probe's columns (no worse than
+        # storing nothing), as a fit whose steps were worse than its start hands it back
+        _end_at_best_multiple(out, values, probe.sums, probe.sums)
+        out.kept_start = True
     return out
 
 
@@ -615,6 +674,7 @@ def fit_columns_auto(
     callback: Callable[[int, float, int, np.ndarray], bool] | None = None,
     lbfgs_fits: bool = True,
     rounds: Callable[..., ColumnFit] | None = None,
+    probe: FirstBlock | None = None,
 ) -> ColumnFit:
     """Adam (:func:`fit_columns`) for :data:`PROBE_STEPS` steps, then, from where it got, by what the
     time left allows at the speed those steps had: rounds of sketches from :data:`SKETCH_MIN_PASSES` to
@@ -625,7 +685,8 @@ def fit_columns_auto(
     the end.
 
     Without a time limit (``max_iter`` steps bound the fit) it is Adam's fit, step for step.
-    Parameters and result as :func:`fit_columns`; ``callback`` sees the steps of all, numbered on.
+    Parameters and result as :func:`fit_columns` (``probe`` is Adam's); ``callback`` sees the steps of
+    all, numbered on.
     """
     n = values.shape[1]
     began = _timing.now()
@@ -633,7 +694,7 @@ def fit_columns_auto(
     switch = [None]
     per_pass = [0.0]
 
-    def probe(step: int, running: float, seen: int, x: np.ndarray) -> bool:
+    def timed(step: int, running: float, seen: int, x: np.ndarray) -> bool:
         stop = callback is not None and callback(step, running, seen, x)
         stamps.append(_timing.now())
         if step == PROBE_STEPS and not stop:
@@ -647,7 +708,8 @@ def fit_columns_auto(
 
     choose = time_limit is not None and (lbfgs_fits or rounds is not None) and max_iter > PROBE_STEPS
     adam = fit_columns(columns, values, offsets, settings=settings, width=width, max_iter=max_iter,
-                       time_limit=time_limit, seed=seed, callback=_same_stage(probe, callback) if choose else callback)
+                       time_limit=time_limit, seed=seed, callback=_same_stage(timed, callback) if choose else callback,
+                       probe=probe)
     if switch[0] is None:
         return adam
 

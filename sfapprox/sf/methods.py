@@ -17,11 +17,12 @@ budget — a "not applicable" row, never a run over budget.
 
 from __future__ import annotations
 
-import time
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import _timing
 from .._base import MethodSpec, RunContext, register
 from .._settings import SF_FLOAT32_MIN_N
 from .._errors import BudgetError, ResourceError, parameter
@@ -33,7 +34,8 @@ from ..formats import counted, limit_text
 if TYPE_CHECKING:  # the estimator loads torch: imported with the first SF fit, not with the registry
     from .model import ChordSF
 
-__all__ = ["SF_METHODS", "sf_estimator", "sf_check_first", "MIN_EVALS", "affordable_structure"]
+__all__ = ["SF_METHODS", "sf_estimator", "sf_check_first", "MIN_EVALS", "affordable_structure",
+           "least_evaluation_seconds"]
 
 #: Under a time limit, SF takes no more factors than leave it this many loss+gradient
 #: evaluations (about as many L-BFGS iterations): the reference structures of the paper's
@@ -78,19 +80,24 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
         For the butterfly support when ``N`` is not a power of two.
     """
     params, full = _planned(n, budget, context, support)
-    config = full
+    config, seconds, at_least, compiling = full, None, False, 0.0
     settings = context.settings.per_method(1)
+    began = _timing.now() if context.started is None else context.started
     if full is not None and settings.time_limit is not None:
-        _compiled_first(n, context.callback)
-        measuring = time.perf_counter()
+        compiling = _compiled_first(n, context.callback) or 0.0
         # (4 s at N = 12,000 on a busy machine, under a bar that said nothing)
         with phase(context.callback, "timing the factors' evaluations"):
-            config, seconds = _affordable(n, full, settings.time_limit, settings.device, settings.max_iter)
+            config, seconds, at_least = _affordable(n, full, settings.time_limit, settings.device, settings.max_iter)
         params.update(n_factors=config.n_factors, base=config.base)
-        # the structure's measured evaluations are part of the method's time
-        params["time_limit"] = max(0.0, settings.time_limit - (time.perf_counter() - measuring))
     ChordSF = _chord_sf(context.callback)
+    if settings.time_limit is not None:
+        # The limit holds for the method's whole turn: the checks before this factory (loading torch), the
+        # kernels' loading and the structure's timing are charged to it (the timing alone was: at N = 100,000
+        # the row took 74-99 s of a 20 s limit).  A first run's compiling is not: it is said apart
+        # (compile_seconds), as the fit's own.
+        params["time_limit"] = max(0.0, settings.time_limit - (_timing.now() - began - compiling))
     est = ChordSF(**context.settings.apply_to(ChordSF, callback=context.callback, **params))
+    est._compiled_before = compiling  # (its fit says it where it is long enough to matter)
     if full is not None and context.protocol != "paper" and config.n_factors < full.n_factors:
         # Said in the row (details "M=10/12") and its reason, never silent: the result then
         # depends on this machine's speed, which --time-limit 0 avoids.
@@ -98,7 +105,7 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
             "n_factors_budget": full.n_factors,
             "count_budget": full.count,
             "structure_reason": structure_reason(n, full, config, settings.time_limit, settings.max_iter,
-                                                 evaluation_seconds=seconds),
+                                                 evaluation_seconds=seconds, at_least=at_least),
         }
     return est
 
@@ -190,12 +197,14 @@ def _default_dtype(n: int) -> np.dtype:
     return np.dtype(np.float32 if n >= SF_FLOAT32_MIN_N else np.float64)
 
 
-def _compiled_first(n: int, callback=None) -> None:
+def _compiled_first(n: int, callback=None) -> float:
     """The compiled kernel compiled (or loaded from numba's cache) before the structure is timed: the
     timing is charged to the method's time limit, and on a fresh install its first call held the
-    kernel's compiling, seconds of a short limit (a batch's first SF fit), which ChordSF.fit keeps
-    out of its own limit.  A progress display (``callback``'s ``phase``) says so, as ChordSF.fit's
-    warm-up does: a comparison's first SF showed "sf it 0" and nothing more for 8 s of compiling."""
+    kernel's compiling, seconds of a short limit (a batch's first SF fit).  A progress display
+    (``callback``'s ``phase``) says so, as ChordSF.fit's warm-up does: a comparison's first SF showed
+    "sf it 0" and nothing more for 8 s of compiling.  Returns the seconds it compiled (0 where it loaded
+    the kernel from the cache, or has none): what :func:`sf_estimator` keeps out of the time limit, as
+    ChordSF.fit keeps its own compiling, and says."""
     from .._progress import kernel_phase
 
     # torch, numba (select_kernel imports it) and the look into numba's cache: said too, where they last
@@ -211,13 +220,16 @@ def _compiled_first(n: int, callback=None) -> None:
         # too big to form said "compiling kernels (first run)" while it loaded them, run after run
         dtype = _default_dtype(n)
         cached = numba and compiled_for("loss_and_grad", dtype)
-    if numba:
-        with phase(callback, kernel_phase(cached)):
-            # (a stop while it compiles: numba may wrap it in a SystemError, which a comparison raised, or a
-            # batch wrote as a failed row and went on; as the fit's warm-ups take it, a stop, and no fit yet
-            # to keep: the row "interrupted", the comparison stopped, run_all)
-            if not _warmed_unless_stopped(lambda: warm_up_numba(getattr(torch, dtype.name))):
-                raise KeyboardInterrupt
+    if not numba:
+        return 0.0
+    compiling = _timing.now()
+    with phase(callback, kernel_phase(cached)):
+        # (a stop while it compiles: numba may wrap it in a SystemError, which a comparison raised, or a
+        # batch wrote as a failed row and went on; as the fit's warm-ups take it, a stop, and no fit yet
+        # to keep: the row "interrupted", the comparison stopped, run_all)
+        if not _warmed_unless_stopped(lambda: warm_up_numba(getattr(torch, dtype.name))):
+            raise KeyboardInterrupt
+    return 0.0 if cached else _timing.now() - compiling
 
 
 #: Up to this N a structure's evaluation is measured on a whole random target (8 MiB at most); above
@@ -228,13 +240,15 @@ def _compiled_first(n: int, callback=None) -> None:
 WHOLE_MEASURE_MAX_N = 1024
 
 
-def _evaluation_seconds(n: int, offsets, n_factors: int) -> float:
+def _evaluation_seconds(n: int, offsets, n_factors: int, enough: float = math.inf) -> float:
     """Seconds of one loss+gradient evaluation of this structure on the CPU (the faster of two).
 
     Above :data:`WHOLE_MEASURE_MAX_N`, with the compiled kernel, measured on a few blocks
     of its columns and scaled to all ``N`` (:func:`_blocks_seconds`; an evaluation is its
     blocks one after another): the probe runs before any memory check, and a random
-    ``N x N`` target would take 32 GiB at ``N = 65,536``.
+    ``N x N`` target would take 32 GiB at ``N = 65,536``.  There the timing stops at the first
+    call that takes ``enough`` seconds or more, and returns that call's seconds (an :class:`_AtLeast`):
+    a whole evaluation takes at least as long, which is all the structure's choice then needs.
     """
     import torch
 
@@ -243,48 +257,98 @@ def _evaluation_seconds(n: int, offsets, n_factors: int) -> float:
     kernel, name = select_kernel(n, "cpu")
     rng = np.random.default_rng(0)
     dtype = _default_dtype(n)
-    values = (rng.random((n_factors, n, len(offsets))) / len(offsets)).astype(dtype)
+    # drawn in the kernel's dtype, in place: at N = 100,000 the float64 draw and its float32 copy took
+    # 2-6 s of a 20 s limit
+    values = rng.random((n_factors, n, len(offsets)), dtype=dtype)
+    values /= len(offsets)
     offs = [int(d) for d in offsets]
     if name == "numba" and n > WHOLE_MEASURE_MAX_N:
-        return _blocks_seconds(values, offs, numba_width(n, dtype.itemsize), rng)
+        return _blocks_seconds(values, offs, numba_width(n, dtype.itemsize), rng, enough)
     ws, target = torch.as_tensor(values), torch.as_tensor(rng.random((n, n), dtype=dtype))
     return _best_of_two(lambda: kernel(ws, offs, target))
 
 
+#: Multiply-adds per second no CPU reaches in SF's evaluation (a 128-core AVX-512 server peaks near 1e13 in
+#: float32; this kernel ran at about 6e9 on the 2 busy cores it was measured on): what
+#: :func:`least_evaluation_seconds` divides by.
+CPU_MADDS_CEILING = 1e14
+
+
+def least_evaluation_seconds(n: int, n_offsets: int, n_factors: int) -> float:
+    """Seconds one loss+gradient evaluation takes at least on any CPU: its ``3 (M - 1) K N^2`` multiply-adds
+    (the product's columns forward, the gradients and the transposed products backward) at
+    :data:`CPU_MADDS_CEILING`.  Where this alone leaves no factor to spare, the structure is chosen
+    without a timing: at N = 100,000 (17 factors of 18 offsets) it is 0.086 s, and the 60 s limit keeps
+    the fewest factors from 0.068 s on.
+
+    Examples
+    --------
+    >>> round(least_evaluation_seconds(100_000, 18, 17), 3)
+    0.086
+    """
+    return 3.0 * max(1, n_factors - 1) * n_offsets * float(n) * n / CPU_MADDS_CEILING
+
+
 #: Bytes of random target the block measurement of :func:`_evaluation_seconds` takes at most (beyond its one block).
 PROBE_BYTES = 16 << 20
+#: Columns of the first, narrow call of a block measurement that may stop early (:func:`_blocks_seconds`):
+#: at N = 100,000 one call of a whole block (128 columns) took 8-20 s on a busy machine, 150 times
+#: what the 60 s limit's choice needed to know.
+PROBE_FIRST_COLUMNS = 8
 
 
-def _blocks_seconds(values: np.ndarray, offs: list[int], width: int, rng: np.random.Generator) -> float:
+def _blocks_seconds(values: np.ndarray, offs: list[int], width: int, rng: np.random.Generator,
+                    enough: float = math.inf) -> float:
     """A whole evaluation's seconds from one block of ``width`` columns and from ``b`` blocks (2-4, within
     :data:`PROBE_BYTES`): each call also pays a per-call cost (the transposed values, the zeroed
     gradient: ``O(N K M)``) that a whole evaluation pays once, so the time per block is the slope
     between the two, and the call's own cost is counted once (one block times ``N / width`` over-counted
-    it: 4.3 s against 2.6 s measured whole at N = 6,000)."""
+    it: 4.3 s against 2.6 s measured whole at N = 6,000).
+
+    With a finite ``enough``, a call of :data:`PROBE_FIRST_COLUMNS` columns comes first, and the first call
+    that takes ``enough`` seconds or more ends the measurement: its seconds are returned, a lower bound
+    of a whole evaluation's (which does all that call does, and more)."""
     from ._kernels import block_loss_and_grad
 
     n = values.shape[1]
     blocks = int(max(2, min(4, PROBE_BYTES // max(1, n * width * values.itemsize))))
+    first = min(width, PROBE_FIRST_COLUMNS) if math.isfinite(enough) else 0
     target = rng.random((n, blocks * width), dtype=values.dtype)
     grads = [np.empty_like(values)]
 
-    def run(cols: int):
+    def call(cols: int):
         part = np.ascontiguousarray(target[:, :cols])
-        return _best_of_two(lambda: block_loss_and_grad(values, offs, part, 0, grads, width))
+        return lambda: block_loss_and_grad(values, offs, part, 0, grads, width)
 
-    one, many = run(width), run(blocks * width)
+    if first and (lower := _best_of_two(call(first), enough, tries=1)) >= enough:
+        return _AtLeast(lower)
+    one = _best_of_two(call(width), enough)
+    if one >= enough:
+        return _AtLeast(one)
+    many = _best_of_two(call(blocks * width), enough)
+    if many >= enough:
+        return _AtLeast(many)
     # a busy machine can time the longer call no slower than the short one: then its plain average
     per_block = (many - one) / (blocks - 1) if many > one else many / blocks
     return one + per_block * max(0.0, n / width - 1)
 
 
-def _best_of_two(run) -> float:
-    """The faster of two timed calls of ``run`` (the first may still warm caches)."""
-    best = float("inf")
-    for _ in range(2):
-        t0 = time.perf_counter()
+class _AtLeast(float):
+    """Seconds that a whole evaluation takes at least: a timing that stopped once it knew enough
+    (:func:`_blocks_seconds`), which :func:`structure_reason` says as such."""
+
+
+def _best_of_two(run, enough: float = math.inf, tries: int = 2) -> float:
+    """The faster of two timed calls of ``run`` (the first may still warm caches), or the first call's
+    seconds where they reach ``enough`` (the caller needs no more); ``tries``: calls at most."""
+    best = math.inf
+    for _ in range(tries):
+        t0 = _timing.now()
         run()
-        best = min(best, time.perf_counter() - t0)
+        took = _timing.now() - t0
+        if took >= enough:
+            return took
+        best = min(best, took)
     return best
 
 
@@ -328,31 +392,41 @@ def affordable_structure(n: int, config: SFConfig, time_limit: float | None, dev
 
 
 def _affordable(n: int, config: SFConfig, time_limit: float | None, device: str = "cpu",
-                max_iter: int | None = None) -> tuple[SFConfig, float | None]:
-    """:func:`affordable_structure`'s structure, and the measured seconds of one evaluation of
-    ``config`` (None where none was measured), from which :func:`structure_reason` tells what the
-    structure chosen can expect."""
+                max_iter: int | None = None) -> tuple[SFConfig, float | None, bool]:
+    """:func:`affordable_structure`'s structure, the measured seconds of one evaluation of ``config``
+    (None where none was measured), from which :func:`structure_reason` tells what the structure chosen
+    can expect, and whether those seconds are a lower bound (the timing stopped once they left no factor
+    to spare: :func:`_evaluation_seconds`)."""
     if time_limit is None or config.support == "butterfly" or not str(device).startswith(("cpu", "auto")):
-        return config, None
+        return config, None, False
     if str(device) == "auto":
         import torch
 
         if torch.cuda.is_available():
-            return config, None
+            return config, None, False
     offsets = support_offsets(n, config.support, config.base)
     fewest = min_full_factors(n, offsets) or config.n_factors
     if config.n_factors <= fewest:
-        return config, None
-    seconds = _evaluation_seconds(n, offsets, config.n_factors)
-    affordable = int(config.n_factors * time_limit / (wanted_evaluations(max_iter) * max(seconds, 1e-9)) + 1e-9)
+        return config, None, False
+    wanted = wanted_evaluations(max_iter)
+    # from these seconds of a whole evaluation on, no more than the fewest factors are affordable: a timing
+    # that reaches them stops there (at N = 100,000 it took 50 s, where its first call already said so),
+    # and none is made where the evaluation's arithmetic alone, at a speed no CPU has, takes as long
+    enough = config.n_factors * time_limit / (wanted * (fewest + 1)) * (1.0 + 1e-6)
+    seconds = least_evaluation_seconds(n, len(offsets), config.n_factors)
+    at_least = seconds >= enough
+    if not at_least:
+        seconds = _evaluation_seconds(n, offsets, config.n_factors, enough)
+        at_least = isinstance(seconds, _AtLeast)
+    affordable = int(config.n_factors * time_limit / (wanted * max(seconds, 1e-9)) + 1e-9)
     m = max(fewest, min(config.n_factors, affordable))
     if m == config.n_factors:
-        return config, seconds
-    return SFConfig(config.base, m, config.n_offsets, n * config.n_offsets * m, config.support), seconds
+        return config, seconds, at_least
+    return SFConfig(config.base, m, config.n_offsets, n * config.n_offsets * m, config.support), seconds, at_least
 
 
 def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float, max_iter: int | None = None,
-                     *, evaluation_seconds: float | None = None) -> str:
+                     *, evaluation_seconds: float | None = None, at_least: bool = False) -> str:
     """Why ``config`` has fewer factors than ``full``, the structure its budget allows (one line).
 
     Where ``config`` is the fewest factors that reach every entry and that too gets fewer evaluations
@@ -375,6 +449,9 @@ def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float
     evaluation_seconds : float or None, default=None
         The measured seconds of one evaluation of ``full`` (an evaluation costs in proportion to the
         factors); None: not known, and not said.
+    at_least : bool, default=False
+        ``evaluation_seconds`` is a lower bound (the timing stopped once the choice was made): the
+        evaluations the fewest factors get are then said as "at most".
 
     Examples
     --------
@@ -390,7 +467,8 @@ def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float
     expected = (None if not evaluation_seconds else
                 int(time_limit / (evaluation_seconds * config.n_factors / full.n_factors)))
     if config.n_factors == fewest and expected is not None and expected < wanted:
-        why += f", and {config.n_factors}, the fewest that reach every entry, about {expected:,}"
+        about = "at most" if at_least else "about"
+        why += f", and {config.n_factors}, the fewest that reach every entry, {about} {expected:,}"
     elif config.n_factors == fewest:
         why += f" ({config.n_factors} is the fewest that reach every entry)"
     return (f"{config.n_factors} of the {full.n_factors} factors its budget allows ({config.count:,} of "

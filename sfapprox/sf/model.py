@@ -739,8 +739,7 @@ class ChordSF(Approximation):
         # choosing a limit that allows more (N = 16,384 in 60 s: 0 iterations, 15 s an evaluation)
         if first.get("eval_seconds"):
             self.params_["evaluation_seconds"] = float(f"{first['eval_seconds']:.4g}")  # (microseconds at small N)
-        if compiled is not None:
-            self.params_["compile_seconds"] = round(compiled, 2)
+        self._record_compiling(compiled)
         if formed is not None:
             self.params_["form_seconds"] = formed
         if self.stop_reason_ in (_solver.StopReason.MAX_ITER, _solver.StopReason.TIME_LIMIT):
@@ -935,7 +934,10 @@ class ChordSF(Approximation):
         wanted = saved is None and self.init in ("auto", RANK_ONE) and self._rank_one_possible(n, offsets, n_factors)
         # (said on a display: the bar sat at "it 0" without a word for seconds on a large source)
         with phase(self.callback, "sampling columns for the start"):
-            pilot = _pilot(source, self.random_state, top=wanted)
+            # a share of the time left (at N = 100,000 its 512 columns and their Gram took 7-13 s of 20)
+            share = None if self.time_limit is None else \
+                PILOT_TIME_SHARE * _timing.Deadline.after(self.time_limit, fit_begin).left()
+            pilot = _pilot(source, self.random_state, top=wanted, seconds=share)
         fro = pilot.fro
         scale = self._scale(fro, n) if fro > 0 else 1.0
         # one start from columns: the identity for "auto" (and a rank-one start that did not fit the time)
@@ -955,8 +957,17 @@ class ChordSF(Approximation):
         with governor:
             warm_up, compiled, warmed = self._warm_up_columns(settings, history, sketch_columns, lbfgs_fits, name)
             fit_begin += warm_up  # outside the time limit, inside the fit's seconds (said), as in memory
-            limit_s = None if self.time_limit is None else max(0.0, self.time_limit - (_timing.now() - fit_begin))
             columns = lambda a, b: source.columns(np.arange(a, b)) / scale  # noqa: E731
+            run = None  # L-BFGS by passes (history); else (rounds of sketches asked for where not even the fewest
+            if history is None:  # columns fit: Adam's steps)
+                run = {"auto": _columns.fit_columns_auto, "sketch": _sketch.fit_rounds if sketch_columns else None}.get(
+                    settings.optimizer) or _columns.fit_columns
+            adam_first = run in (_columns.fit_columns, _columns.fit_columns_auto)
+            # under a time limit, Adam's first step is taken only where its cost, estimated on a first block,
+            # fits (it was taken whatever it cost); charged to the limit
+            probe = _columns.first_block(columns, start, offsets, settings=settings, width=width) \
+                if self.time_limit is not None and warmed and adam_first else None
+            limit_s = None if self.time_limit is None else max(0.0, self.time_limit - (_timing.now() - fit_begin))
             better = (lambda values: _better_of(columns, start, values, offsets, width, n, self.random_state)) \
                 if name in ("saved", RANK_ONE) else None  # noqa: E731
             report = self._column_progress(fro, began, governor.poll, shape, scale, better)
@@ -970,11 +981,10 @@ class ChordSF(Approximation):
                                                  history=history, max_iter=self.max_iter, time_limit=limit_s,
                                                  callback=report)
             else:
-                # (rounds of sketches asked for where not even the fewest columns fit: Adam's steps)
-                run = {"auto": _columns.fit_columns_auto, "sketch": _sketch.fit_rounds if sketch_columns else None}.get(
-                    settings.optimizer) or _columns.fit_columns
                 extra = {"lbfgs_fits": lbfgs_fits, "rounds": _sketch.fit_rounds if sketch_columns else None} \
                     if settings.optimizer == "auto" else {}
+                if adam_first:
+                    extra["probe"] = probe
                 fit = run(columns, start, offsets, settings=settings, width=width, max_iter=self.max_iter,
                           time_limit=limit_s, seed=self.random_state, callback=report, **extra)
             values = fit.values
@@ -1010,8 +1020,7 @@ class ChordSF(Approximation):
         else:  # not known without a pass over X: the caller's estimate_errors scores it, within its time
             # share (a pass here, unlimited, took 263 s after a 10 s fit of a sparse 60,025-order matrix)
             self.fro_error_ = self.rel_error_ = None
-        if compiled is not None:
-            self.params_["compile_seconds"] = round(compiled, 2)
+        self._record_compiling(compiled)
         self.params_.update(path="columns", optimizer=fit.optimizer, epochs=round(fit.columns / n, 2),
                             batch=settings.batch, block_width=width, running_error=round(fit.running_error, 6),
                             **({"best_multiple": round(fit.multiple, 6)} if fit.multiple != 1.0 else {}),
@@ -1019,6 +1028,15 @@ class ChordSF(Approximation):
                             **(dict(zip(("sketch_columns", "holdout_columns"), _sketch.sketch_shape(n, width, settings)))
                                if "sketch" in fit.optimizer else {}))
         return self
+
+    def _record_compiling(self, compiled: float | None) -> None:
+        """``params_["compile_seconds"]``: the fit's compiling of its kernels (``compiled``; None where it loaded
+        them or took under :data:`COMPILE_NOTE_SECONDS`) and its factory's before the fit (``_compiled_before``,
+        :func:`~sfapprox.sf.methods.sf_estimator`'s, outside the time limit too: it was in no figure, and the
+        row read as a limit not kept), where they come to :data:`COMPILE_NOTE_SECONDS` or more."""
+        total = (compiled or 0.0) + self.__dict__.pop("_compiled_before", 0.0)
+        if total >= COMPILE_NOTE_SECONDS:
+            self.params_["compile_seconds"] = round(total, 2)
 
     def _warm_up_columns(self, settings, history: int | None, sketch_columns: int, lbfgs_fits: bool,
                          start: str) -> tuple[float, float | None, bool]:
@@ -1135,7 +1153,7 @@ class ChordSF(Approximation):
         if auto and not rank_one_pays(rank_one_error(pilot.top, norm2, n), identity, "columns"):
             return None
         deadline = _timing.Deadline.after(self.time_limit, fit_begin)
-        per_pass = pilot.seconds * n / min(n, PILOT_COLUMNS)
+        per_pass = pilot.seconds * n / max(1, pilot.columns)
         if auto and not deadline.fits(per_pass / RANK_ONE_TIME_SHARE):
             return None
         v = _transposed_product(source, pilot.left, chunk, width, deadline)
@@ -1688,6 +1706,12 @@ def product_error_and_multiple(values: np.ndarray, offsets: np.ndarray, dense, f
 
 #: Random columns the fit from columns reads first: its scale, and the rank-one start's choice.
 PILOT_COLUMNS = 512
+#: Under a time limit the pilot times this many of its columns (and, for the rank-one start, their Gram)
+#: first, and reads as many as :data:`PILOT_TIME_SHARE` of the time left allows, these at least.
+PILOT_FIRST_COLUMNS = 64
+#: Share of a fit's time left that its pilot columns may take: at N = 100,000 the 512 columns and their
+#: Gram (26 GFlop) took 7-13 s of a 20 s limit on a busy machine.
+PILOT_TIME_SHARE = 0.05
 #: ``init="auto"`` from columns makes the rank-one start's pass only when it takes at most this share
 #: of the time left (the fit's own passes are what the rest buys).
 RANK_ONE_TIME_SHARE = 0.25
@@ -1697,41 +1721,68 @@ RANK_ONE_TIME_SHARE = 0.25
 class _Pilot:
     """What :func:`_pilot` reads off random columns ``X[:, J]`` (scaled by ``N / |J|``; exact where ``J``
     is every column): ``||X||_F``, ``tr X``, ``top`` (``s1`` of ``X[:, J]`` scaled: an estimate of
-    ``X``'s, high where the columns are few), ``left`` (its left singular vector, unit length) and the
-    seconds the columns took."""
+    ``X``'s, high where the columns are few), ``left`` (its left singular vector, unit length), the
+    seconds the columns took and how many they were (``|J|``)."""
 
     fro: float
     trace: float
     top: float
     left: np.ndarray
     seconds: float
+    columns: int = PILOT_COLUMNS
 
 
-def _pilot(source: MatrixSource, seed: int, columns: int = PILOT_COLUMNS, *, top: bool = False) -> _Pilot:
+def _pilot(source: MatrixSource, seed: int, columns: int = PILOT_COLUMNS, *, top: bool = False,
+           seconds: float | None = None) -> _Pilot:
     """Read ``columns`` random columns of ``source`` (all where there are no more): the fit's scale, which
     only conditions the optimisation (any estimate within a few times will do), the identity start's
     best multiple and, with ``top``, the rank-one start's left vector and estimated error (``top`` 0
-    and ``left`` empty without)."""
-    began = _timing.now()
+    and ``left`` empty without).  With ``seconds``, fewer where they would take longer
+    (:func:`_pilot_draw`)."""
     n = source.n
     if n <= columns:
         J = np.arange(n)
     else:
-        J = np.sort(np.random.default_rng([seed, _streams.SF_PILOT]).choice(n, size=columns, replace=False))
+        J = np.sort(_pilot_draw(source, np.random.default_rng([seed, _streams.SF_PILOT]).choice(
+            n, size=columns, replace=False), top, seconds))
+    began = _timing.now()
     block = source.columns(J)
-    seconds = _timing.now() - began
+    took = _timing.now() - began
     share = n / J.size
     fro = float(np.sqrt(np.vdot(block, block) * share))
     trace = float(block[J, np.arange(J.size)].sum() * share)
     if not top:
-        return _Pilot(fro=fro, trace=trace, top=0.0, left=np.zeros(0), seconds=seconds)
+        return _Pilot(fro=fro, trace=trace, top=0.0, left=np.zeros(0), seconds=took, columns=J.size)
     gram = block.T @ block  # |J| x |J|: its top eigenvector w gives the top left singular vector B w / |B w|
     values, vectors = np.linalg.eigh(gram)
     left = block @ vectors[:, -1]
     length = float(np.linalg.norm(left))
     left = left / length if length > 0 else np.full(n, 1.0 / math.sqrt(n))
     return _Pilot(fro=fro, trace=trace, top=float(np.sqrt(max(values[-1], 0.0) * share)), left=left,
-                  seconds=seconds)
+                  seconds=took, columns=J.size)
+
+
+def _pilot_draw(source: MatrixSource, drawn: np.ndarray, top: bool, seconds: float | None) -> np.ndarray:
+    """The pilot's columns: ``drawn``, or, where reading them (and with ``top`` their Gram, which grows as
+    their square) would take more than ``seconds``, its first ones that fit (:data:`PILOT_FIRST_COLUMNS`
+    at least), as the first of them took.  Those first ones are read twice (the pilot then reads its
+    columns in one piece, the same numbers as without a limit)."""
+    first = min(PILOT_FIRST_COLUMNS, drawn.size)
+    if seconds is None or first == drawn.size:
+        return drawn
+    began = _timing.now()
+    block = source.columns(np.sort(drawn[:first]))
+    read = _timing.now() - began
+    gram = 0.0
+    if top:
+        began = _timing.now()
+        block.T @ block
+        gram = _timing.now() - began
+    left = max(0.0, seconds - (read + gram))
+    # k = r * first columns take read * r + gram * r^2 seconds: the largest r within what is left
+    r = ((math.sqrt(read * read + 4.0 * gram * left) - read) / (2.0 * gram) if gram > 0 else
+         left / read if read > 0 else math.inf)
+    return drawn[:int(min(drawn.size, max(first, first * r)))]
 
 
 def _transposed_product(source: MatrixSource, u: np.ndarray, chunk: int, width: int,
