@@ -429,6 +429,10 @@ def fit_columns(
     ColumnFit
     """
     _announce(callback, "adam")
+    deadline = _timing.Deadline.after(time_limit)
+    if probe is not None and not _first_step_fits(probe, deadline, settings, values.shape[1]):
+        # before Adam's moments and buffers are made (0.9 GB at N = 100,000: 4 s of a fit that took no step)
+        return _start_kept(values, probe)
     x = np.array(values, dtype=np.float64, order="C")
     n = x.shape[1]
     m1, m2 = np.zeros_like(x), np.zeros_like(x)
@@ -436,7 +440,6 @@ def fit_columns(
     xk = x.astype(low)  # what the kernel reads
     grads = np.empty((max(1, settings.groups), *x.shape), dtype=low)
     full = np.empty((n, min(n, max(1, settings.batch))), dtype=low)  # a step's target, made once
-    deadline = _timing.Deadline.after(time_limit)
     began = _timing.now()
     order = _batches(n, max(1, settings.batch), np.random.default_rng([seed, _streams.SF_BATCHES]))
     window: deque = deque()  # (columns, loss, ||X_S||^2, <X_S, P_S>, ||P_S||^2) of the last epoch's steps
@@ -450,10 +453,8 @@ def fit_columns(
             if stop_requested():  # a stop whose KeyboardInterrupt was swallowed (one run in six, Ctrl-C lost)
                 raise KeyboardInterrupt
             # a fit that would end with its window under window_min keeps a step's time to measure its end
-            # (the first step's cost, the probe's estimate where there is one: it was taken whatever it cost)
-            cost = step_seconds if out.steps else None if probe is None else probe.step_seconds
-            measure = (cost or 0.0) if totals[0] + settings.batch < window_min else 0.0
-            if cost is not None and not deadline.fits(cost + measure):
+            measure = step_seconds if totals[0] + settings.batch < window_min else 0.0
+            if out.steps and not deadline.fits(step_seconds + measure):
                 out.stop_reason = StopReason.TIME_LIMIT
                 break
             t0 = _timing.now()
@@ -487,11 +488,23 @@ def fit_columns(
                 out.stop_reason = StopReason.INTERRUPTED
         if end is not None:
             _end_at_best_multiple(out, values, end, first)
-    elif first is None and probe is not None and out.stop_reason == StopReason.TIME_LIMIT:
-        # no step fitted the time: the start, at its best multiple on the probe's columns (no worse than
-        # storing nothing), as a fit whose steps were worse than its start hands it back
-        _end_at_best_multiple(out, values, probe.sums, probe.sums)
-        out.kept_start = True
+    return out
+
+
+def _first_step_fits(probe: FirstBlock, deadline: _timing.Deadline, settings: ColumnSettings, n: int) -> bool:
+    """Whether Adam's first step, at ``probe``'s estimate, fits ``deadline``: with the end's measure (a
+    step's time) where that step leaves fewer than :data:`MULTIPLE_MIN_COLUMNS` columns behind it, as
+    :func:`fit_columns` keeps for every later step."""
+    measure = probe.step_seconds if min(n, settings.batch) < min(n, MULTIPLE_MIN_COLUMNS) else 0.0
+    return deadline.fits(probe.step_seconds + measure)
+
+
+def _start_kept(values: np.ndarray, probe: FirstBlock) -> ColumnFit:
+    """The fit where no step fits the time: the start (copied), at its best multiple on the probe's
+    columns (no worse than storing nothing), as a fit whose steps were worse than its start hands it back."""
+    out = ColumnFit(values=np.array(values, dtype=np.float64, order="C"), stop_reason=StopReason.TIME_LIMIT)
+    _end_at_best_multiple(out, values, probe.sums, probe.sums)
+    out.kept_start = True
     return out
 
 
