@@ -1,6 +1,6 @@
 """Does SF's row in a comparison of a large sparse graph keep to its time limit, setup included?
 
-Run by hand (not part of the tests); about 15 minutes on 2 cores with the defaults:
+Run by hand (not part of the tests); about 5 minutes a round on 2 cores with the defaults:
 
     python benchmarks/sf_setup.py --sfapprox PATH [--n 100000] [--degree 10] [--limits 20,60]
                                   [--rounds 1] [--name sf_setup]
