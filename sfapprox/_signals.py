@@ -31,8 +31,8 @@ import threading
 import time
 from collections.abc import Iterator
 
-__all__ = ["STOP_SIGNALS", "install_stop_handlers", "stop_requested", "stop_signal", "stop_cause", "deferred",
-           "held_back", "exit_code", "children_keep_hang_ups_blocked"]
+__all__ = ["STOP_SIGNALS", "install_stop_handlers", "stop_requested", "caused_by_stop", "stop_signal", "stop_cause",
+           "deferred", "held_back", "exit_code", "children_keep_hang_ups_blocked"]
 
 #: SIGHUP where the platform has one (not on Windows): a closed terminal ends a fit as Ctrl-C does, with
 #: its best factors saved, where its default action killed it with nothing written.
@@ -56,35 +56,52 @@ _FRAGILE_IMPORTS = ("torch",)
 
 #: How often the thread that waits for such an import to end looks at it (seconds).
 _IMPORT_POLL_SECONDS = 0.01
+#: Stops held over such an import before one more stops at once, inside it (its import may hang: a stuck
+#: network folder), as a third stop abandons the save of a second: the user insists.
+_IMPORT_PATIENCE = 2
+#: The stops held over such an import (:func:`_after_import` sends the first again once it has ended).
+_import_held: list[int] = []
 
 
 def _on_stop(signum: int, frame) -> None:
     """First signal: stop (KeyboardInterrupt).  Second: say that the stop is under way.  Third: stop again.
 
-    A signal that comes while a package of :data:`_FRAGILE_IMPORTS` is being imported is sent again
-    once that import has ended (:func:`_after_import`): raised inside it, it aborted the process.
+    A first stop that comes while a package of :data:`_FRAGILE_IMPORTS` is being imported is sent again
+    once that import has ended (:func:`_after_import`): raised inside it, it aborted the process.  A
+    second such stop is noted; a third stops at once (:data:`_IMPORT_PATIENCE`).
     """
-    importing = _importing_fragile()
-    if importing is not None:
-        _after_import(importing, signum)
-        with contextlib.suppress(OSError, ValueError):  # (as the note of a second stop below)
-            sys.stderr.write(f"sfapprox: stopping once {importing} has loaded\n")
-            sys.stderr.flush()
+    importing = _importing_fragile() if not _received else None  # (a stop under way: as below)
+    if importing is not None and len(_import_held) < _IMPORT_PATIENCE:
+        _import_held.append(signum)
+        if len(_import_held) == 1:
+            _after_import(importing)
+        again = "Ctrl-C" if signum == signal.SIGINT else "the signal"
+        _note(f"sfapprox: stopping once {importing} has loaded; {again} twice more stops at once (which may "
+              f"crash it)" if len(_import_held) == 1 else
+              f"sfapprox: still loading {importing}; {again} once more stops at once (which may crash it)")
         return
-    _received.append(signum)
-    if signum == getattr(signal, "SIGHUP", None):
+    held = _import_held[:]  # a third stop during the import: all of them received now, this one raised
+    _import_held.clear()  # (the waiting thread sends nothing then)
+    _received.extend(held + [signum])
+    if getattr(signal, "SIGHUP", None) in held + [signum]:
         _leave_hung_up_terminal()
+    if held:
+        raise KeyboardInterrupt
     if len(_received) == 2:
         # The first stop is still saving what was finished (a stopped fit's best
-        # factors); a second impatient Ctrl-C must not throw that away.  A note
-        # that cannot be written (stderr's pipe closed) must not either: raised
-        # here, its OSError surfaced wherever the save was.
-        with contextlib.suppress(OSError, ValueError):
-            sys.stderr.write("sfapprox: already stopping, saving what was finished; "
-                             "send the signal once more to abandon that\n")
-            sys.stderr.flush()
+        # factors); a second impatient Ctrl-C must not throw that away.
+        _note("sfapprox: already stopping, saving what was finished; send the signal once more to abandon that")
         return
     raise KeyboardInterrupt
+
+
+def _note(text: str) -> None:
+    """Write ``text`` as a line of standard error, from a stop handler.  A note that cannot be written
+    (stderr's pipe closed) must not cost what the stop saves: raised there, its OSError surfaced wherever
+    the save was."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
 
 
 def _importing_fragile() -> str | None:
@@ -100,14 +117,22 @@ def _importing_fragile() -> str | None:
     return None
 
 
-def _after_import(name: str, signum: int) -> None:
-    """Send ``signum`` to the main thread again once the import of ``name`` has ended (finished or failed),
-    from a thread that waits for it: its handler then runs there, after the import."""
+def _after_import(name: str) -> None:
+    """Send the first stop held over the import of ``name`` (:data:`_import_held`) to the main thread
+    again once that import has ended (finished or failed), from a thread that waits for it: its handler
+    then runs there, after the import.  The stops held after it are not sent: a second one sent too
+    would have abandoned the save of what the first stops (:func:`_on_stop`)."""
     main = threading.main_thread().ident
 
     def wait() -> None:
         while getattr(getattr(sys.modules.get(name), "__spec__", None), "_initializing", False) is True:
+            if not _import_held:  # a third stop stopped it at once
+                return
             time.sleep(_IMPORT_POLL_SECONDS)
+        if not _import_held:
+            return
+        signum = _import_held[0]
+        _import_held.clear()
         if hasattr(signal, "pthread_kill"):
             # to the main thread itself: raised in this one, a main thread asleep or waiting (for a lock, a
             # pipe) went on waiting, the stop not seen until that ended
@@ -149,6 +174,7 @@ def install_stop_handlers() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     _received.clear()
+    _import_held.clear()
     for signum in STOP_SIGNALS:
         with contextlib.suppress(ValueError, OSError):
             if signal.getsignal(signum) is not signal.SIG_IGN:
@@ -167,6 +193,19 @@ def stop_requested() -> bool:
     installed (the library used from Python).
     """
     return bool(_received)
+
+
+def caused_by_stop(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised because of a Ctrl-C or SIGTERM's KeyboardInterrupt (its cause, or its
+    context where not suppressed).  Python 3.11 wraps one raised in a class's making (a stop while scipy is
+    imported: ``__set_name__``) in a RuntimeError: a traceback and exit 1 instead of an interruption."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    return False
 
 
 def stop_signal() -> int | None:

@@ -42,7 +42,7 @@ from ._settings import (COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROT
                         LoadOptions)
 from ._progress import phase, same_progress
 from ._progress_line import progress_shown
-from ._signals import stop_cause, stop_requested
+from ._signals import caused_by_stop, stop_cause, stop_requested
 from ._validation import (
     check_memory,
     estimate_dense_bytes,
@@ -1435,14 +1435,15 @@ def run_all(
             result = MethodResult(name, "not applicable" if fixed else "failed", reason=str(exc),
                                   seconds=time.perf_counter() - start)
         except Exception as exc:
-            if not isolate:
-                raise
-            result = MethodResult(name, "failed", reason=one_line(exc), seconds=time.perf_counter() - start)
-            if stop_requested():
+            if stop_requested() or caused_by_stop(exc):
                 # a stop that a library turned into an error of its own (torch's import as ImportError, numba's
                 # compiler as SystemError): the method was stopped, not broken; a batch wrote it as a failed
                 # line, kept after its "interrupted", where the pair is to be redone
                 result = _interrupted(name, start)
+            elif not isolate:
+                raise
+            else:
+                result = MethodResult(name, "failed", reason=one_line(exc), seconds=time.perf_counter() - start)
         except KeyboardInterrupt:
             # Methods with partial work catch Ctrl-C themselves; the others have
             # nothing worth keeping, but the finished rows are.

@@ -1438,3 +1438,25 @@ def test_a_method_the_matrix_rules_out_is_said_not_to_apply_before_any_memory_ad
     assert row.reason.startswith("X is not positive semi-definite (its source says so); " if symmetric else
                                  "X is not symmetric; Nyström needs")
     assert "memory" not in row.reason
+
+
+def test_a_method_s_error_caused_by_a_stop_is_the_stop_also_outside_a_batch(monkeypatch):
+    """A stop that a library wrapped in an error of its own (numba's compiler: a SystemError whose cause is the
+    KeyboardInterrupt) ended ``compare`` with that error, a traceback in the CLI; a batch's isolated run alone
+    took it for the stop.  Both give the method's row "interrupted" now, the rows before it kept."""
+    from sfapprox import comparison
+
+    real = comparison.run_method
+
+    def wrapped_stop(name, *args, **kwargs):
+        if name == "sparse":
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as stop:
+                raise SystemError("<built-in function> returned a result with an exception set") from stop
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "run_method", wrapped_stop)
+    X = np.random.default_rng(0).standard_normal((16, 16))
+    result = comparison.compare(X, ["tsvd", "sparse", "rsvd"], device="cpu")
+    assert [(r.method, r.status) for r in result.results] == [("tsvd", "ok"), ("sparse", "interrupted")]

@@ -394,37 +394,63 @@ def test_a_stop_whose_interrupt_was_swallowed_still_stops(monkeypatch):
     assert ChordSF(max_iter=30, device="cpu").fit(X).stop_reason_ != "interrupted"  # library use: no flag
 
 
-def test_a_stop_while_torch_is_imported_comes_after_the_import(tmp_path):
-    """A Ctrl-C while torch loaded (a batch's first SF) was raised in Python code torch's C++ had called: a C++
-    exception nothing caught, and the process aborted ("terminate called after throwing an instance of
-    'pybind11::error_already_set'", SIGABRT, nothing said).  The stop now comes once the import has ended.
+_STAND_IN_IMPORTER = textwrap.dedent("""
+    import sys, time
+    from sfapprox._signals import install_stop_handlers, stop_signal
+    install_stop_handlers()
+    began = time.monotonic()
+    try:
+        import torch  # noqa: F401
+        time.sleep(30)  # the stop must wake this sleep (it reached another thread, not this one)
+        print("never stopped")
+    except KeyboardInterrupt:
+        print("stopped, torch loaded:", getattr(sys.modules.get("torch"), "LOADED", False), stop_signal())
+    print("seconds", time.monotonic() - began, file=sys.stderr)
+""")
 
-    A stand-in torch (first on the path) signals itself halfway through its own code."""
+
+def _import_stand_in_torch(tmp_path, stops: int, then: str) -> subprocess.CompletedProcess:
+    """Import a stand-in torch (first on the path) that sends itself ``stops`` SIGINTs halfway through its
+    own code and then runs ``then``, from a script with the stop handlers installed."""
     fake = tmp_path / "torch"
     fake.mkdir()
     (fake / "__init__.py").write_text("import os, signal, time\n"
-                                      "os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C while torch loads\n"
-                                      "time.sleep(0.2)\n"
+                                      f"for _ in range({stops}):  # Ctrl-C while torch loads\n"
+                                      "    os.kill(os.getpid(), signal.SIGINT)\n"
+                                      "    time.sleep(0.05)\n"
+                                      f"{then}\n"
                                       "LOADED = True\n", encoding="utf-8")
-    script = textwrap.dedent("""
-        import sys, time
-        from sfapprox._signals import install_stop_handlers, stop_signal
-        install_stop_handlers()
-        began = time.monotonic()
-        try:
-            import torch  # noqa: F401
-            time.sleep(30)  # the stop must wake this sleep (it reached another thread, not this one)
-            print("never stopped")
-        except KeyboardInterrupt:
-            print("stopped, torch loaded:", getattr(sys.modules.get("torch"), "LOADED", False), stop_signal())
-        print("seconds", time.monotonic() - began, file=sys.stderr)
-    """)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
-    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60,
-                         preexec_fn=_default_sigint)
+    return subprocess.run([sys.executable, "-c", _STAND_IN_IMPORTER], env=env, capture_output=True, text=True,
+                          timeout=60, preexec_fn=_default_sigint)
+
+
+def test_a_stop_while_torch_is_imported_comes_after_the_import(tmp_path):
+    """A Ctrl-C while torch loaded (a batch's first SF) was raised in Python code torch's C++ had called: a C++
+    exception nothing caught, and the process aborted ("terminate called after throwing an instance of
+    'pybind11::error_already_set'", SIGABRT, nothing said).  The stop now comes once the import has ended."""
+    run = _import_stand_in_torch(tmp_path, 1, "time.sleep(0.2)")
     assert run.stdout.splitlines() == [f"stopped, torch loaded: True {int(signal.SIGINT)}"], run
     said, seconds = run.stderr.splitlines()
-    assert said == "sfapprox: stopping once torch has loaded" and float(seconds.split()[1]) < 10, run.stderr
+    assert said.startswith("sfapprox: stopping once torch has loaded; Ctrl-C twice more stops at once"), said
+    assert float(seconds.split()[1]) < 10, run.stderr
+
+
+def test_a_second_stop_during_torch_s_import_is_noted_and_not_sent_again(tmp_path):
+    """Each held stop was sent again after the import, by a thread of its own: two Ctrl-Cs then stopped and
+    abandoned the save the first stop makes, without the note that a second stop comes with."""
+    run = _import_stand_in_torch(tmp_path, 2, "time.sleep(0.2)")
+    assert run.stdout.splitlines() == [f"stopped, torch loaded: True {int(signal.SIGINT)}"], run
+    assert "still loading torch; Ctrl-C once more stops at once" in run.stderr
+    assert "already stopping" not in run.stderr, run.stderr
+
+
+def test_a_third_stop_ends_a_torch_import_that_hangs(tmp_path):
+    """Every stop was held while torch's import ran: one that hung (a stuck network folder) could be ended by
+    SIGKILL alone.  The third stops at once, inside it."""
+    run = _import_stand_in_torch(tmp_path, 3, "time.sleep(45)  # hangs")
+    assert run.stdout.splitlines() == [f"stopped, torch loaded: False {int(signal.SIGINT)}"], run
+    assert float(run.stderr.splitlines()[-1].split()[1]) < 10, run.stderr
 
 
 def test_a_stop_outside_an_import_is_raised_at_once():

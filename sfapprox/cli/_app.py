@@ -20,7 +20,7 @@ from .. import __version__
 from .._atomic import cut_short_outputs, written_outputs
 from .._errors import SfapproxError, spelled_for
 from .._progress import same_progress
-from .._signals import stop_cause
+from .._signals import caused_by_stop, stop_cause
 from ..formats import encodes_glyphs, printable, to_ascii
 from ._render import (closed_pipe, draws_progress, literal, note, os_error_text, out,
                       quiet_notes, reading_progress, say, say_error)
@@ -474,19 +474,6 @@ def error_boundary() -> Iterator[None]:
             raise
         _say_interrupted()
         raise typer.Exit(EXIT_INTERRUPTED) from None
-
-
-def caused_by_stop(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised because of a Ctrl-C or SIGTERM's KeyboardInterrupt (its cause, or its
-    context where not suppressed).  Python 3.11 wraps one raised in a class's making (a stop while scipy is
-    imported: ``__set_name__``) in a RuntimeError: a traceback and exit 1 instead of an interruption."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
-    return False
 
 
 def _say_interrupted() -> None:
