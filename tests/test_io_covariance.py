@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from _io_helpers import input_error, write
 from sfapprox.io import load_matrix
@@ -301,3 +302,92 @@ def test_a_libsvm_file_over_its_estimate_is_refused_before_parsing(tmp_path):
     path = write(tmp_path / "a.libsvm", text)
     with pytest.raises(ResourceError, match=r"^\S+a\.libsvm: parsing 3,001 lines of text .* needs about"):
         load_matrix(path, covariance=True, max_memory=2 * len(text))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32", "float64"])
+def test_a_npy_table_s_covariance_is_checked_for_np_cov_s_float64_copy(tmp_path, monkeypatch, dtype):
+    """np.cov copies the table to float64 whatever its dtype: counted as the table's own bytes twice, a uint8
+    table's read peaked at 4.5 times its check, a float32 one's at 1.5 times (benchmarks/results/read_memory.md)."""
+    from _io_helpers import peak_and_checks
+    from sfapprox.io._common import DEFAULTS, Source
+    from sfapprox.io._covariance import read_covariance
+
+    path = tmp_path / "t.npy"
+    np.save(path, np.random.default_rng(0).integers(0, 256, (20_000, 20)).astype(dtype))
+    peak, _, checked = peak_and_checks(monkeypatch, lambda p: read_covariance(Source(p), DEFAULTS, "npy"), path)
+    assert peak <= checked < 1.6 * peak, (peak, checked)
+
+
+def test_a_uint8_table_whose_float64_copy_is_over_the_limit_is_refused_before_np_cov(tmp_path, monkeypatch):
+    """A limit the uint8 table fits, but not np.cov's float64 copy of it beside it, is refused in one line
+    before np.cov runs (it was let through: 8.8 bytes a cell against a peak of 9)."""
+    from sfapprox._errors import ResourceError
+    from sfapprox.io import _covariance
+
+    path = tmp_path / "t.npy"
+    np.save(path, np.random.default_rng(0).integers(0, 256, (100_000, 20), dtype=np.uint8))
+    monkeypatch.setattr(_covariance.np, "cov", lambda *a, **k: pytest.fail("np.cov ran"))
+    with pytest.raises(ResourceError, match=r"^\S+t\.npy: 20 x 20 covariance \(with its table and np\.cov's float64 "
+                                            r"copy of it\) needs about [^\n]*over the memory limit") as info:
+        load_matrix(path, covariance=True, max_memory=int(8.8 * 100_000 * 20))
+    assert "\n" not in str(info.value)
+
+
+def test_a_compressed_npy_table_s_covariance_is_checked_beside_its_decompressed_bytes(tmp_path, monkeypatch):
+    """A .npy.gz's decompressed bytes were held beside its array and through the covariance: a third table
+    past the checks (150 MB for a 50 MB table checked for 100 MB); now they are let go before the covariance,
+    and counted while the array is read from them."""
+    import gzip
+    import io
+
+    from _io_helpers import peak_and_checks
+    from sfapprox.io._common import DEFAULTS, Source
+    from sfapprox.io._covariance import read_covariance
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.random.default_rng(0).standard_normal((20_000, 20)))
+    path = tmp_path / "t.npy.gz"
+    path.write_bytes(gzip.compress(buffer.getvalue(), compresslevel=1))
+    peak, _, checked = peak_and_checks(monkeypatch, lambda p: read_covariance(Source(p), DEFAULTS, "npy"), path)
+    assert peak <= checked < 1.6 * peak, (peak, checked)
+
+
+def _qid_libsvm(path, lines: int = 3000):
+    """LIBSVM lines with a ``qid:`` token (learning-to-rank files), which the whole-text reader leaves to
+    the line-by-line one."""
+    rng = np.random.default_rng(0)
+    return write(path, "".join(f"{k % 3} qid:{k // 10} " + " ".join(f"{f}:{v:.4g}" for f, v in
+                                                                  zip(range(1, 41), rng.random(40))) + "\n"
+                               for k in range(lines)))
+
+
+def test_a_libsvm_file_read_line_by_line_is_checked_for_its_peak(tmp_path, monkeypatch):
+    """The line-by-line LIBSVM reader held a Python int and float and two list slots a feature (about 70
+    bytes) beside the text and its lines, past read_text's check (1.25 times it at 1 MB); now 16 bytes a
+    feature in arrays, checked before the lines are read."""
+    from _io_helpers import peak_and_checks
+    from sfapprox.io import _covariance
+    from sfapprox.io._common import DEFAULTS, Source
+
+    path = _qid_libsvm(tmp_path / "q.libsvm")
+    assert _covariance._libsvm_arrays(path.read_text()) is None  # (read line by line)
+    peak, _, checked = peak_and_checks(monkeypatch, lambda p: _covariance.read_covariance(Source(p), DEFAULTS,
+                                                                                          "libsvm"), path)
+    assert peak <= checked < 1.6 * peak, (peak, checked)
+
+
+def test_a_libsvm_file_read_line_by_line_over_the_limit_is_refused_before_its_lines(tmp_path, monkeypatch):
+    """A limit under the line-by-line reader's need is refused in one line before a line is parsed."""
+    from sfapprox._errors import ResourceError
+    from sfapprox.io import _covariance
+    from sfapprox.io._common import split_cost
+
+    path = _qid_libsvm(tmp_path / "q.libsvm")
+    data = path.read_bytes()
+    lines = data.count(b"\n") + 1
+    need = split_cost(data, lines) + 16 * data.count(b":")  # (its arrays alone, without margin)
+    assert need > _covariance.libsvm_cost(data, lines)  # over read_text's check: only the reader's own refuses
+    monkeypatch.setattr(_covariance, "parse_float", lambda token: pytest.fail("a line was parsed"))
+    with pytest.raises(ResourceError, match=r"^\S+q\.libsvm: parsing 3,001 lines of LIBSVM text one by one "
+                                            r"needs about [^\n]*over the memory limit"):
+        load_matrix(path, covariance=True, max_memory=need)

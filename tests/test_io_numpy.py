@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import pathlib
 
 import numpy as np
@@ -307,3 +308,27 @@ def test_the_coords_fallback_reads_a_good_file_and_refuses_a_misshapen_one(tmp_p
              coords=np.array([[0, 2], [1, 0], [2, 2]]))
     with pytest.raises(InputError, match=r"bad\.npz: its 'coords' array has shape 3 x 2 and its 'data' 2 values"):
         load_matrix(tmp_path / "bad.npz")
+
+
+def test_a_compressed_npy_is_checked_with_its_decompressed_bytes_beside_its_array(tmp_path, monkeypatch):
+    """The array of a .npy.gz is read from its decompressed bytes, held the while: the check counted the
+    array alone (a read peaked at twice it, benchmarks/results/read_memory.md); a limit under the two is
+    refused in one line, naming the bytes, before the array is made."""
+    import gzip
+
+    from _io_helpers import peak_and_checks
+    from sfapprox.io._common import DEFAULTS, Options, Source
+    from sfapprox.io._numpy import read_npy
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.random.default_rng(0).standard_normal((1000, 1000)))
+    path = tmp_path / "a.npy.gz"
+    path.write_bytes(gzip.compress(buffer.getvalue(), compresslevel=1))
+    peak, _, checked = peak_and_checks(monkeypatch, lambda p: read_npy(Source(p), DEFAULTS), path)
+    assert peak <= checked < 1.6 * peak, (peak, checked)
+    monkeypatch.undo()
+    monkeypatch.setattr(np, "load", lambda *a, **k: pytest.fail("the array was loaded"))
+    limit = 14 << 20  # over the decompression's 1.125 x 7.6 MiB + 2 MiB, under the bytes and the array's twice it
+    with pytest.raises(ResourceError, match=r"^\S+a\.npy\.gz: array of shape 1,000 x 1,000 \(beside the 7\.6 MiB "
+                                            r"decompressed\) needs about [^\n]*over the memory limit"):
+        read_npy(Source(path, max_memory=limit), Options(max_memory=limit))

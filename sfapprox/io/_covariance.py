@@ -8,8 +8,10 @@ result is ``np.cov(table, rowvar=False)`` (ddof=1), features x features.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import warnings
+from array import array
 
 import numpy as np
 
@@ -139,25 +141,29 @@ def _repeated_note(repeated: int) -> list[str]:
         if repeated else []
 
 
-def read_libsvm_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
-    """Parse LIBSVM/svmlight lines into a dense samples x features table."""
-    text = src.read_text(libsvm_cost)
-    fast = _libsvm_arrays(text)
-    if fast is not None and fast[2].size:  # (no feature at all: said below)
-        return _dense_table(src, opts, text, *fast)
-    rows: list[tuple[list[int], list[float]]] = []
+#: Bytes a feature of the line-by-line reader (:func:`_libsvm_lines`) holds while it reads: its index and
+#: value (8 each, in growing arrays: 1/16 more) and a margin; with its line's count (8), beside the text split
+#: into lines.  Its lists of Python ints and floats held about 70 (a file of qid lines peaked at 1.25 times
+#: read_text's check, benchmarks/results/read_memory.md).
+_LINE_FEATURE_BYTES = 20
+
+
+def _libsvm_lines(src: Source, text: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, int]:
+    """``(samples, rows, indices, values, unlabelled)`` of a LIBSVM text read line by line, as
+    :func:`_libsvm_arrays` gives the first four (each feature's row, index as written and value), with the
+    number of lines written without a label; what is wrong with a line or token is said by its line."""
+    counts, indices, values = array("q"), array("q"), array("d")  # 8 bytes a number (a list's were ~70)
     unlabelled = 0
     for line_no, line in enumerate(text.splitlines(), start=1):
         s = line.split("#", 1)[0].strip()
         if not s:
             continue
-        idx: list[int] = []
-        val: list[float] = []
         tokens = s.split()
         # the first token is the label; one with a colon is a feature of a line written without one
         # (it was dropped as the label: the sample lost its first feature, without a word)
         labelled = ":" not in tokens[0]
         unlabelled += not labelled
+        before = len(indices)
         for token in tokens[labelled:]:
             key, sep, value = token.partition(":")
             number = parse_float(value) if sep else None
@@ -168,32 +174,42 @@ def read_libsvm_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]
             if int(key) > MAX_DIM:
                 raise src.fail(f"line {line_no}: feature index {key} is beyond the largest supported, {MAX_DIM:,}",
                                "check the file")
-            if not np.isfinite(number):  # named here: the covariance's check gave a 0-based row and column
+            if not math.isfinite(number):  # named here: the covariance's check gave a 0-based row and column
                 raise src.fail(f"line {line_no}: feature {token!r} is not a finite number",
                                "every feature needs a finite value: replace it or remove the feature")
-            idx.append(int(key))
-            val.append(number)
-        rows.append((idx, val))
-    if not rows:
+            indices.append(int(key))
+            values.append(number)
+        counts.append(len(indices) - before)
+    if not counts:
         raise src.fail("no samples (only blank or comment lines)")
-    all_idx = [i for r in rows for i in r[0]]
-    if not all_idx:
+    if not indices:
         raise src.fail("no features: every sample is empty")
-    zero_based = min(all_idx) == 0
-    n_features = max(all_idx) + (1 if zero_based else 0)
-    check_memory(8 * len(rows) * n_features, what=f"{src.display}: {len(rows):,} x {n_features:,} table", limit=opts.max_memory)
-    table = np.zeros((len(rows), n_features))
-    with np.errstate(over="ignore"):  # repeats adding up beyond float64: refused below, by their line
-        for r, (idx, val) in enumerate(rows):
-            np.add.at(table[r], np.asarray(idx, dtype=np.int64) - (0 if zero_based else 1), val)
-    notes = ["LIBSVM: an index 0 appears, indices read as 0-based"] if zero_based else []
-    repeated = sum(len(idx) - len(set(idx)) for idx, _ in rows)
-    _refuse_overflowing_sums(src, text, table, repeated, zero_based)
-    notes += _repeated_note(repeated)
+    rows = np.repeat(np.arange(len(counts)), np.frombuffer(counts, dtype=np.int64))
+    return (len(counts), rows, np.frombuffer(indices, dtype=np.int64), np.frombuffer(values, dtype=np.float64),
+            unlabelled)
+
+
+def read_libsvm_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
+    """Parse LIBSVM/svmlight lines into a dense samples x features table."""
+    text = src.read_text(libsvm_cost)
+    fast = _libsvm_arrays(text)
+    if fast is not None and fast[2].size:  # (no feature at all: said below)
+        return _dense_table(src, opts, text, *fast)
+    # line by line: the file's bytes, its text, its lines and each feature's numbers (at most one a colon)
+    lines = text.count("\n") + 1
+    check_memory(split_cost(src.read_bytes(), lines) + _LINE_FEATURE_BYTES * text.count(":") + 8 * lines,
+                 what=f"{src.display}: parsing {lines:,} lines of LIBSVM text one by one", limit=opts.max_memory)
+    samples, rows, idx, vals, unlabelled = _libsvm_lines(src, text)
+    table, notes = _dense_table(src, opts, text, samples, rows, idx, vals)
     if unlabelled:
-        notes.append(f"LIBSVM: {unlabelled:,} of {counted(len(rows), 'line')} {'has' if unlabelled == 1 else 'have'} no label "
-                     f"({'its' if unlabelled == 1 else 'their'} first token is a feature)")
+        notes.append(f"LIBSVM: {unlabelled:,} of {counted(samples, 'line')} {'has' if unlabelled == 1 else 'have'} no "
+                     f"label ({'its' if unlabelled == 1 else 'their'} first token is a feature)")
     return table, notes
+
+
+#: Bytes numpy's reductions buffer beside their arrays (8,192 elements, 64 KiB: np.cov's mean peaked 67 KB
+#: over the table, its copy and the covariance; read_memory).
+_REDUCTION_BUFFERS = 1 << 17
 
 
 def covariance_of(src: Source, table: np.ndarray, opts: Options, notes: list[str]) -> ReadResult:
@@ -220,10 +236,12 @@ def covariance_of(src: Source, table: np.ndarray, opts: Options, notes: list[str
             f"{'its sample (row)' if one else 'their samples (rows)'}",
         )
     # the table (held) and np.cov's copy of it beside the covariance: with the covariance alone, a tall
-    # table's read peaked at far over its check (text_memory)
-    check_memory(8 * n_features * n_features + 2 * table.nbytes,
+    # table's read peaked at far over its check (text_memory).  The copy is float64 whatever the table's
+    # dtype: counted as the table's bytes twice, a uint8 .npy's peaked at 4.5 times the check, a float32
+    # one's at 1.5 times (benchmarks/results/read_memory.md)
+    check_memory(8 * n_features * n_features + table.nbytes + 8 * table.size + _REDUCTION_BUFFERS,
                  what=f"{src.display}: {n_features:,} x {n_features:,} covariance (with its table and np.cov's "
-                      "copy of it)", limit=opts.max_memory)
+                      "float64 copy of it)", limit=opts.max_memory)
     # np.cov computes in float64 from its own copy of the table: an astype(float64) first was one more copy
     C = np.atleast_2d(np.cov(table, rowvar=False, ddof=1))
     notes = notes + [f"sample covariance of {counted(n_samples, 'sample')} x {counted(n_features, 'feature')}"]
@@ -242,4 +260,7 @@ def read_samples(src: Source, opts: Options, source_format: str) -> tuple[np.nda
 def read_covariance(src: Source, opts: Options, source_format: str) -> ReadResult:
     """Load the table in ``source_format`` ("csv", "npy", "libsvm") and return its covariance."""
     table, notes = read_samples(src, opts, source_format)
+    # the file's bytes (its SHA-256 kept) let go before the covariance: held beside the table and np.cov's
+    # copy, a compressed .npy's decompressed bytes were a third table (read_memory)
+    src.release()
     return covariance_of(src, table, opts, notes)

@@ -16,11 +16,14 @@ import scipy.sparse as sp
 
 from .._npy import PICKLE_REFUSAL, read_npy_header
 from .._errors import parameter
-from .._validation import check_memory
+from .._validation import check_memory, format_bytes
 from ..formats import counted, shape_text
 from ._common import HashingReader, Options, ReadResult, Source, check_order, one_line, repeated_keys
 
 _SPARSE_KEYS = {"format", "shape", "data"}
+#: Bytes ``np.load`` holds beside the array it fills from a stream: its reads (numpy's ``format.BUFFER_SIZE``,
+#: 256 KiB at a time) and their copies, 0.53 MB measured over a .npy.gz's bytes and array (read_memory).
+_NPY_READ = 1 << 20
 
 
 def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
@@ -32,8 +35,11 @@ def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
         raise src.fail(f"{what}: not a valid .npy array ({one_line(exc)})") from None
     if header.dtype.hasobject:
         raise src.fail(f"{what} {PICKLE_REFUSAL}")
-    check_memory(header.count * max(header.dtype.itemsize, 8), what=f"{src.display}: {what} of shape {shape_text(header.shape)}",
-                 limit=opts.max_memory)
+    # a compressed file's decompressed bytes are held while the array is read from them (a .npy.gz table
+    # peaked at twice this check: benchmarks/results/read_memory.md)
+    beside = f" (beside the {format_bytes(src.held)} decompressed)" if src.held else ""
+    check_memory(header.count * max(header.dtype.itemsize, 8) + src.held + _NPY_READ,
+                 what=f"{src.display}: {what} of shape {shape_text(header.shape)}{beside}", limit=opts.max_memory)
     if isinstance(fh, HashingReader):  # a file on disk: its size says whether the data is all there
         truncated = header.truncation(os.fstat(fh.fileno()).st_size)
         if truncated:
