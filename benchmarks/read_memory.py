@@ -1,0 +1,245 @@
+"""Peak memory of the read paths text_memory left out, against what the read is checked for.
+
+Run by hand (not part of the tests):
+
+    python benchmarks/read_memory.py [--sizes 1 10 50] [--cases gz_csv cov_npy ...] [--data-dir DIR]
+
+Per case and size (MB of data: the text decompressed, the ``.npy``'s array), a file is written (seed 0)
+and read in two fresh processes, as ``benchmarks/text_memory.py`` does: one under tracemalloc (its
+peak), one without it (the growth of the peak RSS, ``VmHWM`` reset before the read, over the RSS then; getrusage's
+``ru_maxrss`` growth beside it), which also records
+every ``check_memory`` the read makes (every sfapprox module's, ``n_bytes + held``).  "checked" is the
+largest of them: each refuses alone, so it is what a ``--max-memory`` holds the read to.
+
+The cases:
+
+* ``gz_csv``, ``bz2_csv``, ``xz_csv``: a square CSV matrix (``%.6g`` normals) compressed, read by
+  ``Source`` + ``read_csv`` (the decompressed copy beside the codec's);
+* ``gz_cov_npy``: a tall float64 ``.npy`` table (200 columns) gzipped, read for its covariance
+  (``read_covariance``);
+* ``cov_npy``, ``cov_npy_f32``, ``cov_npy_u8``: a tall ``.npy`` table (200 columns) of float64,
+  float32 and uint8 (pixels), read for its covariance;
+* ``load_cov_csv``, ``open_cov_csv``: a CSV table of ``m = 2 N`` samples, read by
+  ``load_matrix(covariance=True)`` and ``open_matrix(covariance=True)`` (which forms it where it fits);
+* ``open_cov_csv_cols``: the same by ``open_matrix`` with the covariance kept by its columns
+  (``formable`` answered False: what a limit under the formed covariance's scoring gives);
+* ``open_cov_npy_u8``: the uint8 table by ``open_matrix(covariance=True)`` (formed);
+* ``cov_libsvm_slow``: LIBSVM lines with a ``qid:`` token (label, qid, 100 of 500 features), which
+  the whole-text reader leaves to the line-by-line one, read for the covariance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import gzip
+import lzma
+import os
+import tempfile
+from pathlib import Path
+
+from _common import findings_lines, machine, meta, proc_status, reset_peak, run_child, version, write_results
+
+CASES = ("gz_csv", "bz2_csv", "xz_csv", "gz_cov_npy", "cov_npy", "cov_npy_f32", "cov_npy_u8", "load_cov_csv",
+         "open_cov_csv", "open_cov_csv_cols", "open_cov_npy_u8", "cov_libsvm_slow")
+
+#: The columns of the tall ``.npy`` tables.
+NPY_COLUMNS = 200
+
+
+# -- the files -------------------------------------------------------------------------------------------
+
+
+def _csv(path: Path, rows: int, cols: int) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    with open(path, "w") as fh:
+        for _ in range(rows):
+            fh.write(",".join(f"{x:.6g}" for x in rng.standard_normal(cols)) + "\n")
+
+
+def _compress(plain: Path, suffix: str) -> Path:
+    out = plain.with_name(plain.name + suffix)
+    opener = {".gz": lambda p: gzip.open(p, "wb", compresslevel=6), ".bz2": lambda p: bz2.open(p, "wb"),
+              ".xz": lambda p: lzma.open(p, "wb", preset=1)}[suffix]
+    with open(plain, "rb") as src, opener(out) as dst:
+        for chunk in iter(lambda: src.read(1 << 20), b""):
+            dst.write(chunk)
+    return out
+
+
+def _npy(path: Path, size: int, dtype: str) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    itemsize = np.dtype(dtype).itemsize
+    rows = max(size // (itemsize * NPY_COLUMNS), 2)
+    if dtype == "uint8":
+        table = rng.integers(0, 256, (rows, NPY_COLUMNS), dtype=np.uint8)
+    else:
+        table = rng.standard_normal((rows, NPY_COLUMNS)).astype(dtype)
+    np.save(path, table)
+
+
+def _libsvm_qid(path: Path, size: int) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    with open(path, "w") as fh:
+        while fh.tell() < size:
+            idx = np.sort(rng.choice(500, 100, replace=False)) + 1
+            fh.write(f"{rng.integers(0, 10)} qid:{rng.integers(1, 100)} "
+                     + " ".join(f"{i}:{v:.4g}" for i, v in zip(idx, rng.random(100))) + "\n")
+
+
+def make(case: str, mb: int, folder: Path) -> Path:
+    """The file of ``case``, about ``mb`` MB (10^6 bytes) of data, in ``folder`` (written once)."""
+    size = mb * 10**6
+    if case in ("gz_csv", "bz2_csv", "xz_csv"):
+        plain = folder / f"square_{mb}mb.csv"
+        if not plain.exists():
+            n = int((size / 10) ** 0.5)  # "-0.123456," is about 10 bytes
+            _csv(plain, n, n)
+        out = plain.with_name(plain.name + "." + case.split("_")[0])
+        return out if out.exists() else _compress(plain, out.suffix)
+    if case in ("load_cov_csv", "open_cov_csv", "open_cov_csv_cols"):
+        path = folder / f"wide_{mb}mb.csv"
+        if not path.exists():
+            n = int((size / 10 / 2) ** 0.5)
+            _csv(path, 2 * n, n)
+        return path
+    if case == "cov_libsvm_slow":
+        path = folder / f"qid_{mb}mb.libsvm"
+        if not path.exists():
+            _libsvm_qid(path, size)
+        return path
+    dtype = {"cov_npy_f32": "float32", "cov_npy_u8": "uint8", "open_cov_npy_u8": "uint8"}.get(case, "float64")
+    path = folder / f"tall_{dtype}_{mb}mb.npy"
+    if not path.exists():
+        _npy(path, size, dtype)
+    if case == "gz_cov_npy":
+        out = path.with_name(path.name + ".gz")
+        return out if out.exists() else _compress(path, ".gz")
+    return path
+
+
+# -- the measurement (in a fresh process) ------------------------------------------------------------------
+
+
+def _read(case: str, path: str):
+    big = 1 << 50
+    if case in ("load_cov_csv",):
+        from sfapprox.io import load_matrix
+
+        return load_matrix(path, covariance=True, max_memory=big)
+    if case in ("open_cov_csv", "open_cov_csv_cols", "open_cov_npy_u8"):
+        from sfapprox.io import open_matrix
+
+        return open_matrix(path, covariance=True, max_memory=big)
+    from sfapprox.io._common import DEFAULTS, Source
+
+    src = Source(path, max_memory=big)
+    if case.endswith("_csv"):
+        from sfapprox.io._text import read_csv
+
+        return read_csv(src, DEFAULTS)
+    from sfapprox.io._covariance import read_covariance
+
+    return read_covariance(src, DEFAULTS, "libsvm" if "libsvm" in case else "npy")
+
+
+def _patch_checks(checks: list) -> None:
+    """Every sfapprox module's ``check_memory`` records its ``n_bytes + held`` in ``checks`` (and checks)."""
+    import sys
+
+    import sfapprox._validation as validation
+
+    real = validation.check_memory
+
+    def check_memory(n_bytes, *, what, held=0, **kwargs):
+        checks.append((what, int(n_bytes) + int(held)))
+        return real(n_bytes, what=what, held=held, **kwargs)
+
+    for module in list(sys.modules.values()):
+        if (getattr(module, "__name__", "") or "").startswith("sfapprox") and \
+                getattr(module, "check_memory", None) is real:
+            module.check_memory = check_memory
+
+
+def one(case: str, path: str, trace: bool) -> dict:
+    """The read of ``path`` in this (fresh) process: its tracemalloc peak, or its RSS peak's growth and the
+    checks it made."""
+    import resource
+    import tracemalloc
+
+    import importlib
+
+    importlib.import_module("sfapprox.io")  # every reader imported before the read (not counted in it)
+    sources = importlib.import_module("sfapprox.io._sources")
+
+    if case == "open_cov_csv_cols":
+        sources.formable = lambda source, max_memory: False  # kept by its columns, as a low limit keeps it
+    checks: list = []
+    _patch_checks(checks)
+    if trace:
+        tracemalloc.start()
+        _read(case, path)
+        return {"peak": tracemalloc.get_traced_memory()[1]}
+    import gc
+
+    gc.collect()
+    reset_peak()
+    before = proc_status("VmRSS")
+    _read(case, path)
+    # VmHWM, reset above: getrusage's ru_maxrss keeps the peak of the process before its exec (the forked
+    # copy of this script's parent, which wrote the files: up to 100 MB more than a small read's peak)
+    return {"peak": proc_status("VmHWM") - before,
+            "maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before,
+            "checks": sorted(checks, key=lambda c: -c[1])}
+
+
+def measure(case: str, path: Path) -> dict:
+    """The file's size, the largest check and both peaks."""
+    row = {"case": case, "file": path.name, "bytes": path.stat().st_size}
+    row["traced"] = run_child("read_memory", "one", [case, str(path), True])["peak"]
+    untraced = run_child("read_memory", "one", [case, str(path), False])
+    row.update(rss=untraced["peak"], maxrss=untraced["maxrss"], checks=untraced["checks"])
+    row["checked"] = max((n for _, n in untraced["checks"]), default=0)
+    row["checked_what"] = next((what for what, n in untraced["checks"] if n == row["checked"]), "")
+    print({k: (f"{v / 1e6:.1f}M" if isinstance(v, int) else v) for k, v in row.items() if k != "checks"},
+          f"load {os.getloadavg()[0]:.1f}", flush=True)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1, 10, 50], help="MB of data per file")
+    ap.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
+    ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "read_memory_data"),
+                    help="where the files are written (kept for a rerun)")
+    ap.add_argument("--name", default="read_memory", help="results file name (benchmarks/results/NAME.md/.json)")
+    args = ap.parse_args()
+    folder = Path(args.data_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [measure(c, make(c, mb, folder)) for c in args.cases for mb in args.sizes]
+    out = {"meta": meta(machine=machine(numpy=version("numpy"), scipy=version("scipy")),
+                        load_average_at_end=os.getloadavg()[0]), "rows": rows}
+    mb = 1e6
+    lines = ["# Peak memory of the compressed, covariance and LIBSVM line-by-line reads against their checks", "",
+             f"Machine: {out['meta']['machine']}", "",
+             f"Command: `{out['meta']['command']}` (load average at start "
+             f"{out['meta'].get('load_average_at_start', '?')}, at end {out['meta']['load_average_at_end']:.2f}; "
+             "MB = 10^6 bytes; file MB as stored, compressed where it is)", "",
+             "| case | file | file MB | traced peak MB | RSS growth MB | maxrss growth MB | checked MB | "
+             "checked / traced | checked / RSS | largest check |", "|" + "---|" * 10]
+    for r in rows:
+        lines.append(f"| {r['case']} | {r['file']} | {r['bytes'] / mb:.1f} | {r['traced'] / mb:.1f} | "
+                     f"{r['rss'] / mb:.1f} | {r['maxrss'] / mb:.1f} | {r['checked'] / mb:.1f} | {r['checked'] / max(r['traced'], 1):.2f} | "
+                     f"{r['checked'] / max(r['rss'], 1):.2f} | {r['checked_what'].split(': ', 1)[-1][:90]} |")
+    lines += ["", *findings_lines(out, "(to be written)")]
+    write_results(args.name, out, lines)
+
+
+if __name__ == "__main__":
+    main()
