@@ -794,6 +794,20 @@ def test_a_0_1_table_is_checked_for_its_peak(tmp_path, monkeypatch):
     assert peak <= checked < 1.5 * peak, (peak, checked)
 
 
+@pytest.mark.parametrize("comment, wider", [("# caf\u00e9", False), ("# 5 \u20ac", True), ("# \U0001f600", True)])
+def test_a_latin_1_character_is_checked_as_the_one_byte_a_str_holds(tmp_path, monkeypatch, comment, wider):
+    """One non-ASCII byte counted 4 bytes a character for the whole text: a 0/1 CSV with "café" in a comment
+    was refused at 1.6 times its peak (a str of Latin-1 text holds 1 a character).  Wider characters (the
+    euro sign: 2; an emoji: 4) are still counted as such."""
+    from _io_helpers import peak_and_checks
+
+    cells = _square_csv(tmp_path / "plain.csv", 200, lambda rng: str(rng.integers(0, 2))).read_text()
+    plain = peak_and_checks(monkeypatch, _read_csv, tmp_path / "plain.csv")
+    marked = peak_and_checks(monkeypatch, _read_csv, write(tmp_path / "marked.csv", comment + "\n" + cells))
+    assert marked[0] <= marked[2], marked  # the peak within the check
+    assert (marked[1] > 1.3 * plain[1]) == wider, (plain, marked)  # read_text's estimate
+
+
 def test_a_table_read_row_by_row_is_checked_for_its_peak(tmp_path, monkeypatch):
     """A cell the row-by-row path reads (a Fortran exponent) sends the whole table there: its check of 80
     bytes a cell left out the text and lines held, about a quarter of its peak."""
