@@ -37,7 +37,7 @@ from .._errors import ParameterError, parameter
 from .._validation import check_memory
 from ..formats import counted
 from ._common import (Options, ReadResult, Source, check_order, fortran_float, is_int_token, is_missing_token,
-                      is_number_like, parse_float, repeated_keys, text_width as _width)
+                      is_number_like, parse_float, text_width as _width)
 
 _EDGE_SECTIONS = {"*arcs": "arcs", "*edges": "edges", "*arcslist": "arcslist", "*edgeslist": "edgeslist"}
 _AUX_SECTIONS = {"*partition", "*vector", "*permutation", "*cluster", "*hierarchy"}
@@ -314,25 +314,62 @@ class _Network:
 
 def _repeats(net: _Network) -> Counter:
     """How many lines repeat an arc or edge of an earlier line (same relation; an edge either way round),
-    counted by a sort of one key per line (a set of tuples held ~130 bytes a line), edges and arcs apart."""
+    edges and arcs apart: one sort, in place, of one int64 key a line (:func:`_line_keys`; a set of tuples
+    held ~130 bytes a line), or by columns where such keys would overflow."""
     und = net.undirected
     if len(und) < 2:
         return Counter()
-    i, j = net.src_i - 1, net.src_j - 1
-    a, b = np.where(und, np.minimum(i, j), i), np.where(und, np.maximum(i, j), j)
-    n = net.n
-    if (int(net.relation_of.max()) + 1) * n * n >= 2 ** 63:  # too many vertices for one int64 key
-        order = np.lexsort((b, a, und, net.relation_of))
-        cols = [c[order] for c in (net.relation_of, und, a, b)]
-        repeated = np.logical_and.reduce([c[1:] == c[:-1] for c in cols])
-        kind = cols[1][1:][repeated]
-        edges = int(np.count_nonzero(kind))
-        return Counter({"edges": edges, "arcs": len(kind) - edges})
-    keys = (net.relation_of * n + a) * n + b
-    if und.all() or not und.any():  # one kind of line (the usual file): the keys not copied by kind
-        count = repeated_keys(keys)
+    keys = _line_keys(net)
+    if keys is None:
+        return _repeats_by_columns(net)
+    keys.sort()
+    same = keys[1:] == keys[:-1]
+    if und.all() or not und.any():  # one kind of line (the usual file): no kind bit in the keys
+        count = int(np.count_nonzero(same))
         return Counter({"edges": count, "arcs": 0} if und[0] else {"edges": 0, "arcs": count})
-    return Counter({"edges": repeated_keys(keys[und]), "arcs": repeated_keys(keys[~und])})
+    kind = keys[1:][same] & 1  # the repeats' kind bits: 1 an edge
+    edges = int(np.count_nonzero(kind))
+    return Counter({"edges": edges, "arcs": len(kind) - edges})
+
+
+def _line_keys(net: _Network) -> np.ndarray | None:
+    """One int64 a line, the same for the same arc or edge: ``(relation, a, b, kind)`` as one number, ``a,
+    b`` an arc's source and target or an edge's ends in order, the relation only where lines differ in it,
+    the kind bit only where both kinds are there; None where such keys could overflow int64.  Made in
+    place (one array: the per-line ``np.where`` of both ends took 2-3 s for 10M lines)."""
+    i, j, und, relation = net.src_i, net.src_j, net.undirected, net.relation_of
+    base = net.n + 1  # (ids 1..n)
+    mixed = bool(und.any()) and not und.all()
+    relations = int(relation.max()) + 1 if int(relation.min()) != int(relation.max()) else 1
+    if relations * base * base * (2 if mixed else 1) >= 2 ** 63:
+        return None
+    keys = i.copy()  # a: an arc's source, an edge's smaller end
+    if mixed:
+        np.minimum(i, j, out=keys, where=und)
+    elif und[0]:
+        np.minimum(i, j, out=keys)
+    keys *= base - 1
+    keys += i
+    keys += j  # a * base + b, as b = i + j - a
+    if relations > 1:
+        keys += relation * (base * base)
+    if mixed:
+        keys <<= 1
+        keys += und
+    return keys
+
+
+def _repeats_by_columns(net: _Network) -> Counter:
+    """:func:`_repeats` by a sort of the columns (relation, kind, a, b): for keys too large for int64."""
+    und = net.undirected
+    i, j = net.src_i, net.src_j
+    a, b = np.where(und, np.minimum(i, j), i), np.where(und, np.maximum(i, j), j)
+    order = np.lexsort((b, a, und, net.relation_of))
+    cols = [c[order] for c in (net.relation_of, und, a, b)]
+    repeated = np.logical_and.reduce([c[1:] == c[:-1] for c in cols])
+    kind = cols[1][1:][repeated]
+    edges = int(np.count_nonzero(kind))
+    return Counter({"edges": edges, "arcs": len(kind) - edges})
 
 
 class _Parser:
@@ -745,16 +782,22 @@ def _matrix_sum(src: Source, net: _Network, rows: int, cols: int) -> np.ndarray 
     return total
 
 
+def _ids_from_zero(ids: np.ndarray, more: np.ndarray) -> np.ndarray:
+    """``ids`` then ``more`` (1-based), less one, in one new array (not a copy less one, then joined)."""
+    out = np.empty(len(ids) + len(more), dtype=np.int64)
+    np.subtract(ids, 1, out=out[:len(ids)])
+    np.subtract(more, 1, out=out[len(ids):])
+    return out
+
+
 def _adjacency(src: Source, net: _Network) -> sp.csr_array | np.ndarray:
     """The n x n adjacency as written: arcs i->j, edges both ways (self-loops once)."""
     n = net.n
-    i = np.asarray(net.src_i, dtype=np.int64) - 1
-    j = np.asarray(net.src_j, dtype=np.int64) - 1
-    w = np.asarray(net.weight, dtype=np.float64)
-    mirror = np.asarray(net.undirected, dtype=bool) & (i != j)
-    rows = np.concatenate([i, j[mirror]])
-    cols = np.concatenate([j, i[mirror]])
-    vals = np.concatenate([w, w[mirror]])
+    i, j, w = net.src_i, net.src_j, net.weight
+    mirror = net.undirected & (i != j)
+    rows, cols = _ids_from_zero(i, j[mirror]), _ids_from_zero(j, i[mirror])  # (int64: scipy keeps them so)
+    vals = np.concatenate([w, w[mirror]]) if mirror.any() else w
+    del mirror
     A = sp.csr_array((vals, (rows, cols)), shape=(n, n))
     A.sum_duplicates()
     dense = _matrix_sum(src, net, n, n)
