@@ -663,25 +663,27 @@ def test_repeats_hold_about_one_key_a_line():
 
 
 def _parse_both(path, chunk: int) -> dict:
-    """The networks of ``path`` as parsed line by line and in bulk (list sections in chunks of about
-    ``chunk`` characters): per reading, each network's columns, relations, first unnumbered line and
-    repeats, or the message of the one error; and how many list chunks were read in bulk."""
+    """The networks of ``path`` as parsed line by line and in bulk (edge and list sections in chunks of
+    about ``chunk`` characters): per reading, each network's columns, relations, first unnumbered line
+    and repeats, or the message of the one error; and how many edge and list chunks were read in bulk."""
     from unittest import mock
 
     import sfapprox.io._pajek as pajek
     from sfapprox.io._common import DEFAULTS, Source
 
     read, bulk = {}, []
-    columns = pajek._list_columns
 
-    def counted_columns(*args):
-        found = columns(*args)
-        bulk.append(found is not None)
-        return found
+    def counted(columns):
+        def counted_columns(*args):
+            found = columns(*args)
+            bulk.append(found is not None)
+            return found
+        return counted_columns
 
     for name, least in (("lines", 1 << 62), ("bulk", 0)):
         with mock.patch.object(pajek, "_BULK_MIN_CHARS", least), mock.patch.object(pajek, "_CHUNK_CHARS", chunk), \
-                mock.patch.object(pajek, "_list_columns", counted_columns):
+                mock.patch.object(pajek, "_list_columns", counted(pajek._list_columns)), \
+                mock.patch.object(pajek, "_edge_columns", counted(pajek._edge_columns)):
             src = Source(path, keep_sparse=True)
             try:
                 nets = pajek._Parser(src, DEFAULTS).parse(src.read_text(pajek.parse_cost))
@@ -740,6 +742,68 @@ def test_list_sections_read_in_bulk_as_line_by_line(text, chunk):
         path = write(Path(folder) / "g.net", text)
         read = _parse_both(path, chunk)
     assert read["bulk"] == read["lines"]
+
+
+_ODD_EDGE_LINES = ["% a comment", "", "   ", "{i} {j} 2 c Red", "{i} {j} 1,5", "{i} {j} 1.5D+00", "2: {i} {j}",
+                    "1:{i} {j} 3", "{i}\t{j}\t0.25", "  {i} {j}  ", "{i} {j} 1 2", "{i} {j} ic Blue"]
+_BAD_EDGE_LINES = ["{i} {big}", "0 {j}", "{i}.0 {j}", "{i} {j} 1.2.3", "{i} {j} NA", "{i} {j} 1,000", "{i} {j} inf",
+                   "{i} {j} 1e999", "{i}", "0: {i} {j}", "-1 {j}"]
+
+
+@st.composite
+def _edge_file(draw) -> str:
+    """A Pajek network of ``*Arcs`` / ``*Edges`` sections: random ``i j`` or ``i j w`` lines (both widths in
+    a section now and then) with random blanks, and now and then an odd line (comments, blank lines,
+    attributes, decimal commas, Fortran exponents, relation prefixes, more tokens), and maybe one bad line."""
+    n = draw(st.integers(1, 30))
+    ids = st.integers(1, n)
+    weights = st.sampled_from(["1", "0.5", "-2", "1e-3", "3.25", "7", "+1.5", ".5", "1E2"])
+    out = [f"*Vertices {n}"]
+    for _ in range(draw(st.integers(1, 3))):
+        relation = draw(st.sampled_from(["", " :1", ' :2 "likes"']))
+        out.append(f"*{draw(st.sampled_from(['Arcs', 'Edges', 'edges']))}{relation}")
+        weighted = draw(st.sampled_from([True, False, None]))  # None: both widths
+        for _ in range(draw(st.integers(0, 40))):
+            i, j = draw(ids), draw(ids)
+            if draw(st.integers(0, 9)) == 0:
+                out.append(draw(st.sampled_from(_ODD_EDGE_LINES)).format(i=i, j=j))
+                continue
+            line = f"{i}{draw(_SPACES)}{j}"
+            if weighted or (weighted is None and draw(st.booleans())):
+                line += draw(_SPACES) + draw(weights)
+            out.append(draw(st.sampled_from(["", " ", "\t"])) + line + draw(st.sampled_from(["", " ", "\t "])))
+    if draw(st.integers(0, 3)) == 0:
+        where = draw(st.integers(1, len(out) - 1))
+        if not out[where].lstrip().startswith("*"):
+            out[where] = draw(st.sampled_from(_BAD_EDGE_LINES)).format(i=draw(ids), j=draw(ids), big=n + 1)
+    end = draw(st.sampled_from(["\n", "\r\n"]))
+    return end.join(out) + draw(st.sampled_from(["", end, end * 3]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=_edge_file(), chunk=st.sampled_from([1, 16, 64, 1 << 23]))
+def test_edge_sections_read_in_bulk_as_line_by_line(text, chunk):
+    """Any ``*Arcs`` / ``*Edges`` section, read in bulk a chunk at a time (the chunks with an odd line line
+    by line): the same arcs and edges, in the same order, from the same lines, or the same error."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = write(Path(folder) / "g.net", text)
+        read = _parse_both(path, chunk)
+    assert read["bulk"] == read["lines"]
+
+
+@pytest.mark.parametrize("section", ["*Arcs", "*Edges"])
+def test_an_odd_line_in_a_long_edge_section_leaves_the_other_chunks_in_bulk(tmp_path, section):
+    """One comment or relation prefix in an ``*Arcs`` / ``*Edges`` section sent all of it line by line (a
+    Python object a number, 2x the bulk's peak); now only its chunk, with the same result."""
+    lines = [f"{k % 100000 + 1} {(7 * k) % 100000 + 1} {k % 5}.5\n" for k in range(50000)]
+    lines[20000], lines[30000] = "% a comment\n", "1: 5 6 0,25\n"
+    path = write(tmp_path / "big.net", f"*Network big\n*Vertices 100000\n{section}\n" + "".join(lines))
+    read = _parse_both(path, 4096)
+    assert read["bulk"] == read["lines"] and isinstance(read["bulk"], list)
+    chunks = len(range(0, path.stat().st_size, 4096))
+    assert read["bulk_chunks"] >= chunks - 3, (read["bulk_chunks"], chunks)  # all but the two odd lines' chunks
 
 
 @pytest.mark.parametrize("section", ["*Arcslist", "*Edgeslist"])

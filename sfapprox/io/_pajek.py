@@ -14,8 +14,9 @@ lines are refused (a misspelt ``*Edge`` would otherwise leave its edges out).
 Long sections of plain numbers (``i j [w]`` lines, a ``*Matrix``'s rows, the ids of vertex lines, the
 ids of ``*Arcslist`` / ``*Edgeslist`` lines) are read in bulk (numpy); a section holding anything else
 (comments, attributes, labels, relation prefixes, decimal commas, a blank line between data lines, a bad
-number) is read line by line, which reads it as it always did and names the line of an error (a list
-section: only its chunks of about :data:`_CHUNK_CHARS` characters that hold such a line).
+number) is read line by line, which reads it as it always did and names the line of an error (an edge or
+list section: only its chunks of about :data:`_CHUNK_CHARS` characters that hold such a line; a ``*Matrix``: all
+of it).
 
 Weights are never guessed: a decimal comma (``0,25``, written by some
 locales) is read as a decimal point when that is the only reading, a token
@@ -138,30 +139,31 @@ def _ascii(chunk: str) -> bytes:
 
 
 def _plain_tables(text: str, start: int, stop: int, matrix: bool):
-    """The numbers of ``text[start:stop]`` (no blank first or last line), a table of about
-    :data:`_CHUNK_CHARS` characters at a time (the bytes and tables of one chunk at a time, not of the
-    section), one row a line; None, then nothing more, at the first chunk with a character that is not
-    a digit, a blank or part of a plain number, a blank line, a number that is none, or a line of
-    another width than the section's first."""
-    dtype = None
-    for start, end in _chunks(text, start, stop):
-        data = _ascii(text[start:end])
-        if dtype is None:  # from the section's first line
-            newline = data.find(b"\n")
-            dtype = _table_dtype(data if newline < 0 else data[:newline], matrix)
-        if not data or dtype is None or data.translate(None, _PLAIN_CHARS):
-            yield None
-            return
-        try:
-            table = np.loadtxt(io.BytesIO(data), dtype=dtype, comments=None, ndmin=1 if dtype.names else 2,
-                               encoding="latin1")
-        except ValueError:  # a number that is none (1.2.3, an id 1.0 or 1e3), or a line of another width
-            yield None
-            return
-        if len(table) != data.count(b"\n") + (not data.endswith(b"\n")):
-            yield None  # a blank line (loadtxt skips it) would shift the line numbers
-            return
-        yield table
+    """The numbers of ``text[start:stop]`` (no blank first or last line) a chunk of :func:`_chunks` at a
+    time (the bytes and table of one chunk at a time, not of the section): each chunk's (start, end) and
+    its table (:func:`_plain_table`), or None where it is no plain table."""
+    for begin, end in _chunks(text, start, stop):
+        yield begin, end, _plain_table(_ascii(text[begin:end]), matrix)
+
+
+def _plain_table(data: bytes, matrix: bool) -> np.ndarray | None:
+    """The numbers of lines ``data``, one row a line (``i j [w]`` as wide as its first line); None where
+    it holds a character that is not a digit, a blank or part of a plain number, a blank line, a number
+    that is none, or a line of another width than its first."""
+    if not data or data.translate(None, _PLAIN_CHARS):
+        return None
+    newline = data.find(b"\n")
+    dtype = _table_dtype(data if newline < 0 else data[:newline], matrix)
+    if dtype is None:
+        return None
+    try:
+        table = np.loadtxt(io.BytesIO(data), dtype=dtype, comments=None, ndmin=1 if dtype.names else 2,
+                           encoding="latin1")
+    except ValueError:  # a number that is none (1.2.3, an id 1.0 or 1e3), or a line of another width
+        return None
+    if len(table) != data.count(b"\n") + (not data.endswith(b"\n")):
+        return None  # a blank line (loadtxt skips it) would shift the line numbers
+    return table
 
 
 def _matrix_values(table: np.ndarray) -> np.ndarray | None:
@@ -513,27 +515,40 @@ class _Parser:
             self._check_lists()
 
     def _bulk(self, text: str, start: int, end: int, first_line: int) -> bool:
-        """Read a section of plain numbers (``i j [w]`` lines, or a matrix's rows) in bulk; False, with
-        nothing read, for anything else, which :meth:`_lines` reads (and names the line of an error in)."""
+        """Read a section of ``i j [w]`` lines a chunk of :func:`_chunks` at a time: in bulk where the chunk
+        holds plain numbers only, ids in range and finite weights, else line by line (comments, attributes,
+        relation prefixes, a bad line: :meth:`_lines` names the line of an error), in file order, so the
+        arcs and edges are stored as the line reader stores them; a ``*Matrix`` section in bulk or not at
+        all.  False, with nothing read, where :meth:`_lines` reads the whole section."""
         span = _data_span(text, start, end)
         if span is None:
             return False
-        matrix = self.state == "matrix"
         first_line += text.count("\n", start, span[0])
+        if self.state == "matrix":
+            return self._bulk_matrix(text, span)
+        for begin, stop, table in _plain_tables(text, *span, False):
+            columns = None if table is None else _edge_columns(table, self.net.n)
+            del table
+            if columns is None:
+                self._lines(text[begin:stop], first_line)
+            else:
+                i, j, w = columns
+                self.net.note_relation(self.relation, first_line)
+                self.net.add_block(i, j, w, self.state == "edges", np.arange(first_line, first_line + len(i)),
+                                   self.relation)
+            first_line += text.count("\n", begin, stop)
+        return True
+
+    def _bulk_matrix(self, text: str, span: tuple[int, int]) -> bool:
+        """A ``*Matrix`` section's rows in bulk, a chunk at a time; False, with nothing read, at the first
+        chunk that is no plain table of finite numbers."""
         pieces = []
-        for table in _plain_tables(text, *span, matrix):
-            piece = None if table is None else _matrix_values(table) if matrix else _edge_columns(table, self.net.n)
-            if piece is None:
+        for _, _, table in _plain_tables(text, *span, True):
+            values = None if table is None else _matrix_values(table)
+            if values is None:
                 return False
-            pieces.append(piece)
-        if matrix:
-            self.net.matrices[-1].values = np.concatenate(pieces)
-            return True
-        self.net.note_relation(self.relation, first_line)
-        for i, j, w in pieces:
-            self.net.add_block(i, j, w, self.state == "edges", np.arange(first_line, first_line + len(i)),
-                               self.relation)
-            first_line += len(i)
+            pieces.append(values)
+        self.net.matrices[-1].values = np.concatenate(pieces)
         return True
 
     # -- keywords ------------------------------------------------------------
