@@ -72,9 +72,10 @@ _LIST_CHARS = b"0123456789 \t\n"
 #: when zero-padded).
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
-#: Peak bytes a line of a read in bulk, with the file's bytes (benchmarks/results/pajek_memory.md: 126-139 a
-#: line of ``*Edges`` traced, 111 of ``*Arcs``, at the matrix's assembly: the six columns, the mirrored COO
-#: and the CSR; ~10 more a line in the process's RSS, the allocator's).
+#: Peak bytes a line of a read in bulk, with the file's bytes (benchmarks/results/pajek_memory.md: 111 a
+#: labelled ``*Edges`` file's line traced, 126-139 before the repeat count and the COO held less, at the
+#: matrix's assembly: the six columns, the mirrored COO and the CSR; ~10-15 more a line in the process's
+#: RSS, the allocator's; kept at 150, not lowered with the peak).
 _LINE_COST = 150
 #: More a line read one by one: its string from ``splitlines`` and six Python objects in lists while its
 #: section is parsed (256 a line of ``i j w`` traced, ~300 in RSS, against the bulk's 139).
