@@ -478,7 +478,7 @@ class _Parser:
         one a line (:func:`parse_cost` counts one a line) at :data:`_LINE_COST` each: checked as each
         chunk of a list section is read, before the matrix is assembled from them all."""
         check_memory(self._estimate(), limit=self.src.max_memory,
-                     what=f"{self.src.display}: parsing list lines of {self.list_edges:,} more arcs or edges than lines")
+                     what=f"{self.src.display}: parsing list lines that hold {self.list_edges:,} arcs or edges beyond one a line")
 
     def _estimate(self) -> int:
         """The peak the file's read is checked for so far: read_text's, and what lines read one by one
