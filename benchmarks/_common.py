@@ -283,3 +283,35 @@ def write_runs(args, rows: list, fresh: dict, render) -> None:
     data["runs"][checkout_label(args)] = rows
     data["commands"] = [c for c in data.get("commands", []) if c != meta()["command"]] + [meta()["command"]]
     write_results(args.tag, data, render(data))
+
+
+def add_file_options(ap, name: str, sizes: list[int], what: str) -> None:
+    """The options of a benchmark that writes files of given sizes and measures each: ``--sizes`` (MB of
+    ``what`` per file), ``--data-dir`` (where they are written, kept for a rerun) and ``--name`` (the
+    results file's)."""
+    import tempfile
+
+    ap.add_argument("--sizes", type=int, nargs="+", default=sizes, help=f"MB of {what} per file")
+    ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), f"{name}_data"),
+                    help="where the files are written (kept for a rerun)")
+    ap.add_argument("--name", default=name, help="results file name (benchmarks/results/NAME.md/.json)")
+
+
+def file_rows(args, items: list[str], make, measure) -> dict:
+    """``measure(item, make(item, mb, folder))`` for each item and size of :func:`add_file_options`' ``args``,
+    in ``args.data_dir``; the run's results (meta with numpy's and scipy's versions, the load at its end,
+    and the rows)."""
+    folder = Path(args.data_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [measure(item, make(item, mb, folder)) for item in items for mb in args.sizes]
+    return {"meta": meta(machine=machine(numpy=version("numpy"), scipy=version("scipy")),
+                         load_average_at_end=os.getloadavg()[0]), "rows": rows}
+
+
+def file_rows_heading(title: str, out: dict, note: str) -> list[str]:
+    """The head of a :func:`file_rows` results file: its title, machine, and command with the load at its
+    start and end, and ``note`` (the units)."""
+    m = out["meta"]
+    return [f"# {title}", "", f"Machine: {m['machine']}", "",
+            f"Command: `{m['command']}` (load average at start {m.get('load_average_at_start', '?')}, at end "
+            f"{m['load_average_at_end']:.2f}; {note})", ""]

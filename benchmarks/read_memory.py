@@ -35,10 +35,10 @@ import bz2
 import gzip
 import lzma
 import os
-import tempfile
 from pathlib import Path
 
-from _common import findings_lines, machine, meta, proc_status, reset_peak, run_child, version, write_results
+from _common import (add_file_options, file_rows, file_rows_heading, findings_lines, proc_status, reset_peak,
+                     run_child, write_results)
 
 CASES = ("gz_csv", "bz2_csv", "xz_csv", "gz_cov_npy", "cov_npy", "cov_npy_f32", "cov_npy_u8", "load_cov_csv",
          "open_cov_csv", "open_cov_csv_cols", "open_cov_npy_u8", "cov_libsvm_slow")
@@ -214,29 +214,20 @@ def measure(case: str, path: Path) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1, 10, 50], help="MB of data per file")
+    add_file_options(ap, "read_memory", [1, 10, 50], "data")
     ap.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
-    ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "read_memory_data"),
-                    help="where the files are written (kept for a rerun)")
-    ap.add_argument("--name", default="read_memory", help="results file name (benchmarks/results/NAME.md/.json)")
     args = ap.parse_args()
-    folder = Path(args.data_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = [measure(c, make(c, mb, folder)) for c in args.cases for mb in args.sizes]
-    out = {"meta": meta(machine=machine(numpy=version("numpy"), scipy=version("scipy")),
-                        load_average_at_end=os.getloadavg()[0]), "rows": rows}
+    out = file_rows(args, args.cases, make, measure)
     mb = 1e6
-    lines = ["# Peak memory of the compressed, covariance and LIBSVM line-by-line reads against their checks", "",
-             f"Machine: {out['meta']['machine']}", "",
-             f"Command: `{out['meta']['command']}` (load average at start "
-             f"{out['meta'].get('load_average_at_start', '?')}, at end {out['meta']['load_average_at_end']:.2f}; "
-             "MB = 10^6 bytes; file MB as stored, compressed where it is)", "",
-             "| case | file | file MB | traced peak MB | RSS growth MB | maxrss growth MB | checked MB | "
-             "checked / traced | checked / RSS | largest check |", "|" + "---|" * 10]
-    for r in rows:
+    lines = file_rows_heading("Peak memory of the compressed, covariance and LIBSVM line-by-line reads against their "
+                              "checks", out, "MB = 10^6 bytes; file MB as stored, compressed where it is")
+    lines += ["| case | file | file MB | traced peak MB | RSS growth MB | maxrss growth MB | checked MB | "
+              "checked / traced | checked / RSS | largest check |", "|" + "---|" * 10]
+    for r in out["rows"]:
         lines.append(f"| {r['case']} | {r['file']} | {r['bytes'] / mb:.1f} | {r['traced'] / mb:.1f} | "
-                     f"{r['rss'] / mb:.1f} | {r['maxrss'] / mb:.1f} | {r['checked'] / mb:.1f} | {r['checked'] / max(r['traced'], 1):.2f} | "
-                     f"{r['checked'] / max(r['rss'], 1):.2f} | {r['checked_what'].split(': ', 1)[-1][:90]} |")
+                     f"{r['rss'] / mb:.1f} | {r['maxrss'] / mb:.1f} | {r['checked'] / mb:.1f} | "
+                     f"{r['checked'] / max(r['traced'], 1):.2f} | {r['checked'] / max(r['rss'], 1):.2f} | "
+                     f"{r['checked_what'].split(': ', 1)[-1][:90]} |")
     lines += ["", *findings_lines(out, "(to be written)")]
     write_results(args.name, out, lines)
 

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from pathlib import Path
 
-from _common import findings_lines, machine, meta, proc_status, reset_peak, run_child, version, write_results
+from _common import (add_file_options, file_rows, file_rows_heading, findings_lines, proc_status, reset_peak,
+                     run_child, write_results)
 
 READERS = ("csv", "csv_01", "csv_slow", "cov_csv", "cov_libsvm", "ijv", "ijv_tri", "hb", "hb_rsa", "linqs")
 
@@ -223,26 +223,16 @@ def measure(reader: str, path: Path) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1, 10, 100], help="MB of text per file")
+    add_file_options(ap, "text_memory", [1, 10, 100], "text")
     ap.add_argument("--readers", nargs="+", default=list(READERS), choices=READERS)
-    ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "text_memory_data"),
-                    help="where the files are written (kept for a rerun)")
-    ap.add_argument("--name", default="text_memory", help="results file name (benchmarks/results/NAME.md/.json)")
     args = ap.parse_args()
-    folder = Path(args.data_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = [measure(r, make(r, mb, folder)) for r in args.readers for mb in args.sizes]
-    out = {"meta": meta(machine=machine(numpy=version("numpy"), scipy=version("scipy")),
-                        load_average_at_end=os.getloadavg()[0]), "rows": rows}
+    out = file_rows(args, args.readers, make, measure)
     mb = 1e6
-    lines = ["# The text readers' peak memory against the estimate they are checked for", "",
-             f"Machine: {out['meta']['machine']}", "",
-             f"Command: `{out['meta']['command']}` (load average at start "
-             f"{out['meta'].get('load_average_at_start', '?')}, at end {out['meta']['load_average_at_end']:.2f}; "
-             "MB = 10^6 bytes)", "",
-             "| reader | file | MB | lines | traced peak MB | RSS growth MB | read_text's estimate MB | checked MB | "
-             "checked / traced | checked / RSS | old estimate MB | old / traced |", "|" + "---|" * 12]
-    for r in rows:
+    lines = file_rows_heading("The text readers' peak memory against the estimate they are checked for", out,
+                              "MB = 10^6 bytes")
+    lines += ["| reader | file | MB | lines | traced peak MB | RSS growth MB | read_text's estimate MB | checked MB | "
+              "checked / traced | checked / RSS | old estimate MB | old / traced |", "|" + "---|" * 12]
+    for r in out["rows"]:
         lines.append(f"| {r['reader']} | {r['file']} | {r['bytes'] / mb:.1f} | {r['lines']:,} | {r['traced'] / mb:.1f} | "
                      f"{r['rss'] / mb:.1f} | {r['estimate'] / mb:.1f} | {r['checked'] / mb:.1f} | "
                      f"{r['checked'] / r['traced']:.2f} | {r['checked'] / max(r['rss'], 1):.2f} | "
