@@ -695,6 +695,16 @@ def _parse_both(path, chunk: int) -> dict:
     return {**read, "bulk_chunks": sum(bulk)}
 
 
+def _bulk_agrees(text: str, chunk: int) -> None:
+    """Check that ``text`` as a Pajek file reads the same in bulk (chunks of about ``chunk`` characters) as
+    line by line (:func:`_parse_both`)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        read = _parse_both(write(Path(folder) / "g.net", text), chunk)
+    assert read["bulk"] == read["lines"]
+
+
 _SPACES = st.sampled_from([" ", "  ", "\t", " \t ", "\t\t"])
 _ODD_LINES = ["% a comment", "", "   ", "\t"]
 _BAD_TOKENS = ["0", "{big}", "1.5", "NA", "1,5", "2e3", "1" * 25, "-1"]
@@ -736,12 +746,7 @@ def _list_file(draw) -> str:
 def test_list_sections_read_in_bulk_as_line_by_line(text, chunk):
     """Any list section, read in bulk a chunk at a time (the chunks with anything but ids and blanks line
     by line): the same arcs and edges, in the same order, from the same lines, or the same error."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as folder:
-        path = write(Path(folder) / "g.net", text)
-        read = _parse_both(path, chunk)
-    assert read["bulk"] == read["lines"]
+    _bulk_agrees(text, chunk)
 
 
 _ODD_EDGE_LINES = ["% a comment", "", "   ", "{i} {j} 2 c Red", "{i} {j} 1,5", "{i} {j} 1.5D+00", "2: {i} {j}",
@@ -785,12 +790,7 @@ def _edge_file(draw) -> str:
 def test_edge_sections_read_in_bulk_as_line_by_line(text, chunk):
     """Any ``*Arcs`` / ``*Edges`` section, read in bulk a chunk at a time (the chunks with an odd line line
     by line): the same arcs and edges, in the same order, from the same lines, or the same error."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as folder:
-        path = write(Path(folder) / "g.net", text)
-        read = _parse_both(path, chunk)
-    assert read["bulk"] == read["lines"]
+    _bulk_agrees(text, chunk)
 
 
 @pytest.mark.parametrize("section", ["*Arcs", "*Edges"])
