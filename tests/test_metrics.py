@@ -362,6 +362,68 @@ def test_sparse_target_error_equals_the_dense_error_of_every_low_rank_plus_spars
         assert got[0] == pytest.approx(expected[0], rel=1e-12) and got[1] == pytest.approx(expected[1], rel=1e-12)
 
 
+def _with_empty_rows_and_columns(X, seed: int):
+    """``X`` with a third of its rows and of its columns emptied (blocks of no entries, rows ``x @ R^T`` is 0)."""
+    keep = np.random.default_rng(seed).random((2, X.shape[0])) > 1 / 3
+    return (sp.diags_array(keep[0].astype(float)) @ X @ sp.diags_array(keep[1].astype(float))).tocsr()
+
+
+@pytest.mark.parametrize("rank", [1, 3, 8])
+@pytest.mark.parametrize("x_format", ["csr", "csc"])
+@pytest.mark.parametrize("gather", [1 << 20, 7, 1], ids=["one block", "blocks of 7", "one row a block"])
+def test_a_low_rank_plus_sparse_surrogate_of_any_rank_is_its_dense_error(monkeypatch, rank, x_format, gather):
+    """``<X, L R>`` and ``<S, L R>`` by blocks of rows (of columns for a CSC ``X``): each row's entries times
+    ``R^T``'s rows, dotted with the row's ``L`` (for CSC the factors' roles swap), whatever the rank, with rows
+    and columns of ``X`` empty, and blocks of one row (``_GATHER_NUMBERS`` = 1: a block's ``rows x r``)."""
+    from sfapprox.metrics import sparse_target_error
+
+    monkeypatch.setattr(metrics, "_GATHER_NUMBERS", gather)
+    n = 60
+    rng = np.random.default_rng(rank)
+    X = _with_empty_rows_and_columns(random_array((n, n), density=0.1, random_state=rank, format="csr"), rank)
+    S = random_array((n, n), density=0.05, random_state=rank + 10, format="csr")
+    U, s, Vt = rng.standard_normal((n, rank)), rng.random(rank) + 0.5, rng.standard_normal((rank, n))
+    with_s = HybridOperator(n, low_rank=(U, s, Vt), sparse=S)
+    for op in (HybridOperator(n, low_rank=(U, s, Vt)), with_s, with_s.T):
+        expected = frobenius_error(X.toarray(), op @ np.eye(n))
+        got = sparse_target_error(X.asformat(x_format), op)
+        assert got is not None
+        assert got[0] == pytest.approx(expected[0], rel=1e-12) and got[1] == pytest.approx(expected[1], rel=1e-12)
+
+
+@pytest.mark.parametrize("x_format", ["csr", "csc"])
+def test_float32_factors_are_summed_in_float64(x_format):
+    """An operator's factored parts may be float32 (the protocol names no dtype): ``<X, L R>`` was summed from
+    float32 products of each entry's factors (7e-8 off relative here) and ``||L R||^2`` from float32 Gram
+    matrices (3e-8), an error 1.5e-8 off its dense float64 value where it is now 2e-16."""
+    from types import SimpleNamespace
+
+    from sfapprox.metrics import sparse_target_error
+
+    n = 80
+    rng = np.random.default_rng(5)
+    L, R = rng.standard_normal((n, 3)).astype(np.float32), rng.standard_normal((3, n)).astype(np.float32)
+    X = random_array((n, n), density=0.2, random_state=5, format=x_format)
+    expected = frobenius_error(X.toarray(), L.astype(np.float64) @ R.astype(np.float64))
+    got = sparse_target_error(X, SimpleNamespace(factored_parts=lambda: (L, R, None)))
+    assert got is not None
+    assert got[0] == pytest.approx(expected[0], rel=1e-12) and got[1] == pytest.approx(expected[1], rel=1e-12)
+
+
+def test_blocks_hold_at_most_the_budget_of_entries_and_of_rows_times_the_rank(monkeypatch):
+    """A block's ``x @ R^T`` is ``rows x r``: rows of no entries would have made one block of all of them."""
+    monkeypatch.setattr(metrics, "_GATHER_NUMBERS", 12)
+    X = _with_empty_rows_and_columns(random_array((90, 90), density=0.1, random_state=2, format="csr"), 2)
+    S = random_array((90, 90), density=0.05, random_state=3, format="csr")
+    for part, rank in ((None, 3), (S, 3), (S, 0), (None, 40)):
+        blocks = list(metrics._block_pairs(X, part, rank=rank))
+        assert [b[0] for b in blocks] == [0] + [b[1] for b in blocks[:-1]] and blocks[-1][1] == 90
+        for start, stop, x, s in blocks:
+            assert x.shape == (stop - start, 90) and (s is None) == (part is None)
+            assert stop - start == 1 or ((stop - start) * max(rank, 1) <= 12
+                                         and x.nnz + (0 if s is None else s.nnz) <= 12)
+
+
 def test_sparse_target_error_leaves_other_forms_and_round_off_to_a_pass():
     from sfapprox.metrics import sparse_target_error
 
