@@ -396,8 +396,9 @@ def _sparse_error(X, S, fro_norm: float | None) -> tuple[float, float | None]:
     return err, _relative(err, _fro_norm(X.data) if fro_norm is None else float(fro_norm))
 
 
-#: The smallest share of ``||X||_F^2`` an error from :func:`sparse_target_error` is taken at: its terms are
-#: each about ``||X||^2`` and carry 1e-16 of it in round-off, so a smaller difference is left to a pass.
+#: The smallest share of its largest term (``||X - S||^2`` or ``||L R||^2``) an error from
+#: :func:`sparse_target_error` is taken at: its terms carry 1e-16 of it in round-off, so a smaller
+#: difference is left to a pass.
 SPARSE_TARGET_MIN_SHARE = 1e-10
 #: Numbers :func:`sparse_target_error` takes at a time: entries of ``X`` and ``S`` together in one block of
 #: rows whose difference or products are taken, and the block's rows times the rank (its ``x @ R^T``).
@@ -407,9 +408,9 @@ _GATHER_NUMBERS = 1 << 20
 def sparse_target_error(X, operator, fro_norm: float | None = None) -> tuple[float, float | None] | None:
     """:func:`operator_error` of a low-rank-plus-sparse surrogate (``A = L R + S``,
     :meth:`~sfapprox.operators.SurrogateOperator.factored_parts`) of a sparse ``X``, from ``X``'s non-zeros:
-    ``||X - A||^2 = ||X||^2 - 2 <X, L R> - 2 <X, S> + ||L R||^2 + 2 <L R, S> + ||S||^2``, each term in
-    ``O((nnz(X) + nnz(S)) r + N r^2)`` (``||L R||^2 = sum((L^T L) * (R R^T))``), exact where a pass over the
-    ``N^2`` entries took minutes at N = 60,000.
+    ``||X - A||^2 = ||X - S||^2 - 2 <X - S, L R> + ||L R||^2``, each term in ``O((nnz(X) + nnz(S)) r + N r^2)``
+    (``X - S`` entry by entry, ``||L R||^2 = sum((L^T L) * (R R^T))``), exact where a pass over the ``N^2``
+    entries took minutes at N = 60,000.
 
     Parameters
     ----------
@@ -424,7 +425,7 @@ def sparse_target_error(X, operator, fro_norm: float | None = None) -> tuple[flo
     -------
     (float, float or None) or None
         ``||X - A||_F`` and its ratio to ``||X||_F``; None where the surrogate has no such form, or where the
-        error is within the round-off of those terms (below :data:`SPARSE_TARGET_MIN_SHARE` of ``||X||^2``:
+        error is within the round-off of those terms (below :data:`SPARSE_TARGET_MIN_SHARE` of the largest:
         scored by a pass instead).
 
     Examples
@@ -446,16 +447,16 @@ def sparse_target_error(X, operator, fro_norm: float | None = None) -> tuple[flo
     outer, inner = _low_rank_sides(L, R, X.format)
     norms = float(np.sum((L.T @ L) * (R @ R.T)))
     S = _compressed_like(S, X) if S is not None and S.nnz else None  # (as big as the budget: the surrogate's own)
-    squared = cross = 0.0
+    squared = residual = cross = 0.0
     for start, stop, x, s in _block_pairs(X, S, rank=L.shape[1]):
         v = np.asarray(x.data, dtype=np.float64)
         squared += float(np.dot(v, v))
-        cross += _low_rank_block_dot(outer[start:stop], inner, x)
-        if s is not None:
-            cross += float(np.sum((x.multiply(s)).data, dtype=np.float64))  # <X, S>: where both hold entries
-            norms += 2 * _low_rank_block_dot(outer[start:stop], inner, s) + float(np.dot(s.data, s.data))
-    total = squared - 2 * cross + norms
-    if total < SPARSE_TARGET_MIN_SHARE * max(squared, norms):
+        d = x if s is None else x - s  # X - S entry by entry: no difference of sums about ||X||^2 to cancel
+        w = v if s is None else d.data
+        residual += float(np.dot(w, w))
+        cross += _low_rank_block_dot(outer[start:stop], inner, d)
+    total = residual - 2 * cross + norms  # ||(X - S) - L R||^2
+    if total < SPARSE_TARGET_MIN_SHARE * max(residual, norms):
         return None
     err = math.sqrt(total)
     return err, _relative(err, math.sqrt(squared) if fro_norm is None else float(fro_norm))

@@ -410,6 +410,28 @@ def test_float32_factors_are_summed_in_float64(x_format):
     assert got[0] == pytest.approx(expected[0], rel=1e-12) and got[1] == pytest.approx(expected[1], rel=1e-12)
 
 
+@pytest.mark.parametrize("x_format", ["csr", "csc"])
+@pytest.mark.parametrize("scale", [1e-4, 1e-7])
+def test_a_sparse_part_reproducing_x_leaves_the_low_rank_parts_error_uncancelled(x_format, scale):
+    """RPCA's ``S`` holds (nearly) every entry of ``X``: ``||X||^2 - 2 <X, S> + ||S||^2`` summed apart were
+    each about ``||X||^2`` and cancelled to round-off, ``1e-16 ||X||^2`` against an error of ``||L R||^2``
+    (4e-10 off relative at scale 1e-4; below 1e-10 of ``||X||^2`` at 1e-7, left to a pass).  ``X - S`` entry
+    by entry has nothing to cancel."""
+    from sfapprox.metrics import sparse_target_error
+
+    n = 70
+    rng = np.random.default_rng(4)
+    X = random_array((n, n), density=0.2, random_state=4, format="csr")
+    S = X.copy()
+    S.data[::7] += 1e-9  # (a few entries not quite X's)
+    U, s, Vt = rng.standard_normal((n, 2)) * scale, np.array([1.0, 0.5]), rng.standard_normal((2, n))
+    op = HybridOperator(n, low_rank=(U, s, Vt), sparse=S)
+    want = np.linalg.norm((X.toarray() - S.toarray()) - (U * s) @ Vt)  # (the same subtraction X - S as scipy's)
+    got = sparse_target_error(X.asformat(x_format), op)
+    assert got is not None
+    assert got[0] == pytest.approx(want, rel=1e-12) and got[1] == pytest.approx(want / np.linalg.norm(X.data), rel=1e-12)
+
+
 def test_blocks_hold_at_most_the_budget_of_entries_and_of_rows_times_the_rank(monkeypatch):
     """A block's ``x @ R^T`` is ``rows x r``: rows of no entries would have made one block of all of them."""
     monkeypatch.setattr(metrics, "_GATHER_NUMBERS", 12)
