@@ -9,7 +9,10 @@ stored both ways, normal values), built with scipy.  The surrogates: ``sparse``,
 X at s = 90 % of its non-zeros (what the ``sparse`` method keeps, as a CSR array; a tenth of X's
 entries left out); ``hybrid``, a rank-2 part plus that sparse part (RPCA's form).  Each is scored by
 :func:`sfapprox.metrics.sparse_target_error` ("new") and by the code it replaced, kept below as
-:func:`old_sparse_target_error` ("old"), each in its own fresh process, old and new alternating,
+:func:`old_sparse_target_error` ("old", sfapprox 2d0aa2c); ``hybrid`` also by
+:func:`before_sparse_target_error` ("before", sfapprox 3d3f69c: the blocks of ``X`` and ``S`` for
+``<X, S>``, but ``<X, L R>`` and ``<S, L R>`` still from ``L`` and ``R`` gathered at every entry).  Each
+runs in its own fresh process, the codes alternating (in turn, then the other way round),
 ``--rounds`` times per size and case: one process untraced (wall seconds of the scoring alone, the
 peak RSS of the whole process by ``getrusage`` and its growth during the scoring by Linux's
 ``VmHWM``, reset before), one under tracemalloc (the peak numpy and Python allocate while scoring,
@@ -83,13 +86,34 @@ def _old_sparse_part_error(X, S, gather):
     return math.sqrt(uncovered + covered), math.sqrt(squared)
 
 
+def _old_low_rank_entries_dot(L, R, rows, cols, values) -> float:
+    """``sum_k values[k] (L R)[rows[k], cols[k]]``, gathering the rows of ``L`` and columns of ``R`` a chunk
+    of entries at a time (sfapprox up to 3d3f69c)."""
+    import numpy as np
+
+    from sfapprox.metrics import _GATHER_NUMBERS
+
+    rank = L.shape[1]
+    if rank == 0 or values.size == 0:
+        return 0.0
+    Rt = np.ascontiguousarray(R.T)
+    chunk = max(1, _GATHER_NUMBERS // rank)
+    total = 0.0
+    for start in range(0, values.size, chunk):
+        stop = start + chunk
+        entries = np.einsum("kr,kr->k", L[rows[start:stop]], Rt[cols[start:stop]])
+        total += float(np.dot(values[start:stop], entries))
+    return total
+
+
 def old_sparse_target_error(X, operator) -> tuple[float, float]:
     """``sparse_target_error``'s ``(||X - A||_F, ||X||_F)`` as sfapprox 2d0aa2c computed them (no round-off
     fallback: both cases here are far from it)."""
     import numpy as np
 
-    from sfapprox.metrics import _GATHER_NUMBERS, _compressed, _low_rank_entries_dot
+    from sfapprox.metrics import _GATHER_NUMBERS, _compressed
 
+    _low_rank_entries_dot = _old_low_rank_entries_dot
     L, R, S = operator.factored_parts()
     X = _compressed(X)
     if L.shape[1] == 0:
@@ -105,6 +129,34 @@ def old_sparse_target_error(X, operator) -> tuple[float, float]:
         cross += float(np.dot(s[part], x))
     norms += 2 * _low_rank_entries_dot(L, R, S.row, S.col, s) + float(np.dot(s, s))
     return math.sqrt(squared - 2 * cross + norms), math.sqrt(squared)
+
+
+def before_sparse_target_error(X, operator) -> tuple[float, float]:
+    """``sparse_target_error``'s ``(||X - A||_F, ||X||_F)`` of a low-rank-plus-sparse surrogate as sfapprox
+    3d3f69c computed them: ``<X, S>`` by blocks of rows, as now (``_block_pairs``, whose blocks are now
+    bounded in rows too: no difference here), ``<X, L R>`` and ``<S, L R>`` from ``L`` and ``R`` gathered at
+    every entry."""
+    import numpy as np
+
+    from sfapprox.metrics import _GATHER_NUMBERS, _block_pairs, _compressed, _compressed_like
+
+    L, R, S = operator.factored_parts()
+    X = _compressed(X)
+    squared = cross = 0.0
+    for rows, cols, v in _old_entry_chunks(X, _GATHER_NUMBERS):
+        squared += float(np.dot(v, v))
+        cross += _old_low_rank_entries_dot(L, R, rows, cols, v)
+    norms = float(np.sum((L.T @ L) * (R @ R.T)))
+    S = _compressed_like(S, X)
+    for _, _, x, s in _block_pairs(X, S):
+        cross += float(np.sum((x.multiply(s)).data, dtype=np.float64))
+    for rows, cols, s in _old_entry_chunks(S, _GATHER_NUMBERS):
+        norms += 2 * _old_low_rank_entries_dot(L, R, rows, cols, s) + float(np.dot(s, s))
+    return math.sqrt(squared - 2 * cross + norms), math.sqrt(squared)
+
+
+#: The codes each case is scored by ("before" differs from "new" in the low-rank part alone).
+CODES = {"sparse": ("old", "new"), "hybrid": ("old", "before", "new")}
 
 
 # --------------------------------------------------------------------------- one measurement, in a fresh process
@@ -132,7 +184,7 @@ def _case(n: int, case: str):
 
 
 def one(n: int, case: str, which: str, trace: bool) -> dict:
-    """Score the case once in this (fresh) process by the ``old`` or ``new`` code: seconds and error untraced,
+    """Score the case once in this (fresh) process by the ``old``, ``before`` or ``new`` code: seconds and error untraced,
     or the tracemalloc peak of the scoring alone."""
     import resource
     import time
@@ -141,7 +193,8 @@ def one(n: int, case: str, which: str, trace: bool) -> dict:
     from sfapprox.metrics import sparse_target_error
 
     X, op = _case(n, case)
-    score = old_sparse_target_error if which == "old" else lambda X, op: sparse_target_error(X, op)[:2]
+    score = {"old": old_sparse_target_error, "before": before_sparse_target_error,
+             "new": lambda X, op: sparse_target_error(X, op)[:2]}[which]
     if trace:
         tracemalloc.start()
         score(X, op)
@@ -158,10 +211,11 @@ def one(n: int, case: str, which: str, trace: bool) -> dict:
 
 
 def measure(n: int, case: str, rounds: int) -> list[dict]:
-    """``rounds`` times old then new (a fresh process each, untraced then traced)."""
+    """``rounds`` times the case's codes in turn, every other round the other way round (a fresh process each,
+    untraced then traced)."""
     rows = []
     for k in range(rounds):
-        for which in ("old", "new") if k % 2 == 0 else ("new", "old"):
+        for which in CODES[case] if k % 2 == 0 else CODES[case][::-1]:
             row = {"n": n, "case": case, "code": which, "round": k + 1,
                    **run_child("sparse_scoring", "one", [n, case, which, False]),
                    **run_child("sparse_scoring", "one", [n, case, which, True])}
@@ -171,18 +225,25 @@ def measure(n: int, case: str, rounds: int) -> list[dict]:
 
 
 def _summary(rows: list[dict]) -> list[str]:
-    """Per size and case: the medians' ratio old / new and the errors' relative difference."""
+    """Per size and case: the medians' ratios old / new and before / new, and the errors' relative differences
+    from new's ("-" where a case has no ``before``)."""
     import statistics
 
-    out = ["| N | case | old s (median) | new s (median) | old / new | traced peak MB old / new | "
-           "errors' difference, relative |", "|" + "---|" * 7]
+    out = ["| N | case | old s (median) | before s (median) | new s (median) | old / new | before / new | "
+           "traced peak MB old / before / new | errors' difference from new, relative: old, before |",
+           "|" + "---|" * 9]
     for key in dict.fromkeys((r["n"], r["case"]) for r in rows):
-        pick = {w: [r for r in rows if (r["n"], r["case"]) == key and r["code"] == w] for w in ("old", "new")}
+        pick = {w: [r for r in rows if (r["n"], r["case"]) == key and r["code"] == w] for w in CODES[key[1]]}
         sec = {w: statistics.median(r["seconds"] for r in pick[w]) for w in pick}
-        peak = {w: max(r["traced_peak"] for r in pick[w]) / 1e6 for w in pick}
-        err_old, err_new = pick["old"][0]["error"], pick["new"][0]["error"]
-        out.append(f"| {key[0]:,} | {key[1]} | {sec['old']:.2f} | {sec['new']:.2f} | {sec['old'] / sec['new']:.1f} | "
-                   f"{peak['old']:.0f} / {peak['new']:.1f} | {abs(err_old - err_new) / err_new:.1e} |")
+        new_s, new_err = sec["new"], pick["new"][0]["error"]
+        cells = {w: ("-",) * 4 for w in ("old", "before")}
+        for w in set(pick) - {"new"}:
+            cells[w] = (f"{sec[w]:.2f}", f"{sec[w] / new_s:.1f}", f"{max(r['traced_peak'] for r in pick[w]) / 1e6:.1f}",
+                        f"{abs(pick[w][0]['error'] - new_err) / new_err:.1e}")
+        new_peak = f"{max(r['traced_peak'] for r in pick['new']) / 1e6:.1f}"
+        old, before = cells["old"], cells["before"]
+        out.append(f"| {key[0]:,} | {key[1]} | {old[0]} | {before[0]} | {new_s:.2f} | {old[1]} | {before[1]} | "
+                   f"{old[2]} / {before[2]} / {new_peak} | {old[3]}, {before[3]} |")
     return out
 
 
@@ -195,7 +256,8 @@ def render(out: dict) -> list[str]:
              f"Command: `{out['meta']['command']}` (load average at start {out['meta']['load_average_at_start']}, "
              f"at the end {out['meta']['load_average_at_end']:.2f}; MB = 10^6 bytes)", "",
              "X: a random symmetric graph, about 10 non-zeros a row; S: its top-s entries at s = 90 % of them "
-             "(CSR); `hybrid`: rank 2 plus S.  Seconds: the scoring alone; RSS: the whole process (X, S and their "
+             "(CSR); `hybrid`: rank 2 plus S.  Codes: old (sfapprox 2d0aa2c), before (3d3f69c: hybrid only, "
+             "its low-rank terms gathered at every entry), new.  Seconds: the scoring alone; RSS: the whole process (X, S and their "
              "making included) by getrusage, and its growth during the scoring (VmHWM); traced: tracemalloc's "
              "peak while scoring, in a second process.", "",
              "## Summary", "", *_summary(rows), "",
