@@ -1168,3 +1168,87 @@ def test_the_pilot_reads_the_columns_a_share_of_the_time_allows(fake_clock):
     # the first 64 took 0.64 s; the rest of the 2 s reads 136 more
     assert short.columns == 136 and short.fro == pytest.approx(np.linalg.norm(X), rel=0.2)
     assert _pilot(PerColumn(X), seed=0, seconds=0.1).columns == PILOT_FIRST_COLUMNS
+
+
+def test_lbfgs_by_passes_makes_no_first_pass_its_probe_says_the_time_cannot_hold(fake_clock, monkeypatch):
+    """L-BFGS from columns made its first pass whatever it cost (a pass at N = 100,000 is about an hour, under
+    a 20 s limit).  Given the start's first block, it makes it only where the pass's estimate fits, and else
+    hands back the start at its best multiple (here c < 0: X is near -I); where it fits, the same fit."""
+    X = -np.eye(96) + 0.05 * np.random.default_rng(3).standard_normal((96, 96))
+    calls = _slow_kernel(monkeypatch, fake_clock, 96)
+    offs = chord_offsets(96)
+    start = start_values(["identity"], 0, (math.ceil(math.log2(96)), 96, len(offs)))["identity"]
+    settings = C.ColumnSettings(batch=16)
+    columns = lambda a, b: X[:, a:b]  # noqa: E731
+    probe = C.first_block(columns, start, offs, settings=settings, width=8)
+    assert probe.block_seconds == pytest.approx(1.0) and probe.pass_seconds(96, 16) == pytest.approx(12.0)
+    calls.clear()
+    short = C.fit_columns_lbfgs(columns, start, offs, settings=settings, width=8, max_iter=5, time_limit=10.0,
+                                probe=probe)
+    assert calls == [] and short.steps == short.columns == 0 and short.stop_reason == "time_limit"
+    assert short.kept_start and short.multiple < 0 and short.optimizer == "lbfgs"
+    assert np.linalg.norm(X - ChordOperator(short.values, offs).to_dense()) < np.linalg.norm(X)
+    roomy = C.fit_columns_lbfgs(columns, start, offs, settings=settings, width=8, max_iter=5, time_limit=1e6,
+                                probe=probe)
+    plain = C.fit_columns_lbfgs(columns, start, offs, settings=settings, width=8, max_iter=5)
+    assert roomy.steps == plain.steps == 5 and not roomy.kept_start
+    np.testing.assert_array_equal(roomy.values, plain.values)
+
+
+def test_from_columns_lbfgs_by_passes_keeps_to_a_time_limit_shorter_than_a_pass(fake_clock, monkeypatch):
+    """ChordSF with L-BFGS by passes gave it no estimate: its first pass (2 "seconds" here) ran past a 1.5 s
+    limit.  The first block says a pass costs more: none made, the start kept at its best multiple."""
+    from sfapprox.sf import model as sf_model
+
+    n = 512
+    X = np.abs(np.random.default_rng(0).standard_normal((n, n)))
+    _slow_kernel(monkeypatch, fake_clock, n)
+    by_passes = C.ColumnSettings(optimizer="lbfgs")
+    monkeypatch.setattr(sf_model, "COLUMN_SETTINGS", by_passes)
+    limit = C.column_fit_memory(n, 9, len(chord_offsets(n)), C.COLUMN_WIDTH, history=by_passes.history) \
+        + LIBRARY_WORKING_SET + COMPILED_WORKING_SET + X.nbytes + (1 << 20)
+    began = fake_clock.time
+    sf = ChordSF(init="identity", max_iter=50, time_limit=1.5, max_memory=limit, device="cpu").fit(X)
+    assert sf.params_["path"] == "columns" and sf.params_["optimizer"] == "lbfgs"
+    assert fake_clock.time - began <= 1.5
+    assert sf.n_iter_ == 0 and sf.stop_reason_ == "time_limit" and sf.params_["kept_start"]
+    assert sf.rel_error_ <= 1.0 + 1e-9
+
+
+def test_the_comparison_with_a_saved_start_keeps_to_the_time_limit(tmp_path, fake_clock, monkeypatch):
+    """A resumed fit compared its end with its saved start on 8 blocks after its limit, whatever they cost
+    (1-2 s a block at N = 30,000-100,000): 42 "seconds" of 40 here.  The fit now keeps a share of its time
+    for them (estimated from its first block) and compares on those that fit, keeping the exact saved
+    factors; where fewer than 8 fit (float64 evaluations slower than estimated), it says how many."""
+    from sfapprox import save_factors
+
+    n = 512
+    offs = chord_offsets(n, 2)
+    values = np.random.default_rng(3).standard_normal((9, n, len(offs))) / math.sqrt(len(offs))
+    exact = ChordOperator(values, offs)
+    path = tmp_path / "exact.h5"
+    save_factors(path, exact)
+
+    class Slow(ArraySource):  # every request for columns "takes" a second
+        def columns(self, J):
+            fake_clock.advance(1.0)
+            return super().columns(J)
+
+    def resumed(limit):
+        began = fake_clock.time
+        sf = ChordSF(max_iter=10**6, time_limit=limit, max_memory=_column_limit(n), init=path,
+                     device="cpu").fit(Slow(exact.to_dense()))
+        assert sf.init_ == "saved" and sf.n_iter_ >= 1 and fake_clock.time - began <= limit
+        assert sf.params_.get("kept_start") and np.allclose(sf.factors_, exact.values, rtol=1e-12, atol=0)
+        return sf
+
+    assert "start_compared_blocks" not in resumed(40.0).params_  # every block
+    real = _kernels.block_loss_and_grad
+
+    def slow64(w, offsets, block, *args, **kw):  # the comparison's float64 evaluations "take" 3 s
+        if block.dtype == np.float64 and block.shape[0] == n:
+            fake_clock.advance(3.0)
+        return real(w, offsets, block, *args, **kw)
+
+    monkeypatch.setattr(_kernels, "block_loss_and_grad", slow64)
+    assert 1 <= resumed(40.0).params_["start_compared_blocks"] < 8

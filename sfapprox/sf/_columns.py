@@ -343,10 +343,19 @@ class FirstBlock:
     sums : tuple of float
         The start's ``(||X_S||^2, <X_S, P_S>, ||P_S||^2)`` on those columns: its best multiple where no
         step fits the time.
+    block_seconds : float
+        The block's own seconds (its columns read and evaluated once): what a pass (:meth:`pass_seconds`)
+        and the comparison of a saved or rank-one start with the fit's end (``model._better_of``) cost.
     """
 
     step_seconds: float
     sums: tuple[float, float, float]
+    block_seconds: float = 0.0
+
+    def pass_seconds(self, n: int, batch: int) -> float:
+        """What a pass over the ``n`` columns in chunks of ``batch`` (:class:`_pass_objective`) is estimated
+        to take: a step's estimate per chunk (on the long side, as :attr:`step_seconds` is)."""
+        return self.step_seconds * math.ceil(n / min(n, max(1, batch)))
 
 
 def first_block(columns: Callable[[int, int], np.ndarray], values: np.ndarray, offsets, *,
@@ -375,7 +384,8 @@ def first_block(columns: Callable[[int, int], np.ndarray], values: np.ndarray, o
     began = _timing.now()
     sums = _evaluate_block(columns, xk, offsets, full, 0, width, grads)[2:]
     seconds = _timing.now() - began
-    return FirstBlock(step_seconds=seconds * math.ceil(min(n, max(1, settings.batch)) / full.shape[1]), sums=sums)
+    return FirstBlock(step_seconds=seconds * math.ceil(min(n, max(1, settings.batch)) / full.shape[1]), sums=sums,
+                      block_seconds=seconds)
 
 
 def fit_columns(
@@ -595,6 +605,7 @@ def fit_columns_lbfgs(
     callback: Callable[[int, float, int, np.ndarray], bool] | None = None,
     pass_seconds: float | None = None,
     first_step: float = math.nan,
+    probe: FirstBlock | None = None,
 ) -> ColumnFit:
     """L-BFGS on the whole loss from ``values``, each evaluation one pass over ``X``'s column blocks.
 
@@ -610,7 +621,12 @@ def fit_columns_lbfgs(
     iterations; ``evaluations``: L-BFGS's, each a pass; ``columns``: ``N`` per evaluation); ``history`` is the number of
     L-BFGS pairs kept, and ``pass_seconds`` what a pass is expected to take
     (known: no evaluation starts that the time limit would not see end), ``first_step`` the first
-    step along ``-g`` where one is known (nan: Polyak's, ``loss / ||g||^2``).
+    step along ``-g`` where one is known (nan: Polyak's, ``loss / ||g||^2``).  ``probe``: the start on a
+    first block (:func:`first_block`), where no ``pass_seconds`` is known; the first pass is then made
+    only where its estimate (:meth:`FirstBlock.pass_seconds`) fits ``time_limit``, and else the start is
+    handed back at its best multiple by the probe's sums (``kept_start``), as :func:`fit_columns` does.
+    Without either, the first pass is made whatever it costs (at N = 100,000 about an hour under a 20 s
+    limit: ``benchmarks/results/sf_setup_guards.md``).
     """
     import torch
 
@@ -620,6 +636,11 @@ def fit_columns_lbfgs(
     low = np.dtype(settings.kernel_dtype)
     shape = values.shape
     n = shape[1]
+    if pass_seconds is None and probe is not None:
+        pass_seconds = probe.pass_seconds(n, settings.batch)
+        if not _timing.Deadline.after(time_limit).fits(pass_seconds):
+            # before the objective's and the solver's buffers are made (the pass could not end in time)
+            return replace(_start_kept(values, probe), optimizer="lbfgs")
     objective = _pass_objective(columns, offsets, shape, low, width, max(1, settings.batch), max(1, settings.groups))
     state = new_state(torch.from_numpy(np.ascontiguousarray(values, dtype=low).reshape(-1)))
     state["eval_seconds"] = pass_seconds

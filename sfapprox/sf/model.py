@@ -227,6 +227,13 @@ NAMED_INITS = SF_NAMED_INITS  # ("auto", *START_KINDS, RANK_ONE): tests/test_mod
 
 #: Column blocks on which a resumed column fit's end is compared with its saved start.
 KEEP_START_BLOCKS = 8
+#: A float64 evaluation of a block against the fit's float32 one (the comparison, :func:`_better_of`, runs
+#: in float64): 1.85-2x per column at N = 16,384-65,536 (``ColumnSettings.kernel_dtype``).
+FLOAT64_BLOCK_COST = 2.0
+#: The most of the time left that a fit from columns under a time limit keeps for the comparison of its
+#: saved or rank-one start with its end (:func:`_better_of`; its blocks estimated from the first block's
+#: seconds): it ran after the limit, 8 blocks evaluated twice in float64 (about 18 s at N = 100,000).
+KEEP_START_TIME_SHARE = 0.25
 #: The largest entry a saved start's product may reach (on a random vector): its squares, summed over
 #: N^2 entries, must stay finite in float64.
 MAX_START_ENTRY = 1e150
@@ -268,7 +275,26 @@ def _better_of(columns, start: np.ndarray, end: np.ndarray, offsets: np.ndarray,
     random column blocks (:data:`KEEP_START_BLOCKS` of ``width``): a paired comparison, so that a
     resumed fit never hands back worse factors than the saved ones it started from (Adam restarts
     its moments and its step size, and near a good point its first steps can wander: 0.3605 became
-    0.3546-0.3709 in 1-s resumes)."""
+    0.3546-0.3709 in 1-s resumes).  :func:`_compare_start` under no time limit."""
+    return _compare_start(columns, start, end, offsets, width, n, seed)[0]
+
+
+def _compare_start(columns, start: np.ndarray, end: np.ndarray, offsets: np.ndarray, width: int, n: int,
+                   seed: int | None, deadline: _timing.Deadline | None = None,
+                   block_seconds: float = 0.0) -> tuple[np.ndarray, int]:
+    """:func:`_better_of`'s choice and the blocks it was made on, of those that fit ``deadline``: a block
+    starts only where its estimate fits (``block_seconds`` for the first, then the last one's seconds).
+
+    It ran whatever it cost, after the fit's limit: at N = 30,000-100,000 a block and its two float64
+    evaluations take 1-2 s.  Where no block fits, ``end`` is handed back uncompared: the fit's own choice
+    (Adam's end, or its start where its own blocks said so: ``_columns._end_at_best_multiple``).
+
+    Returns
+    -------
+    (numpy.ndarray, int)
+        ``start`` or ``end``, and the blocks compared (fewer than :data:`KEEP_START_BLOCKS` only where
+        the time did not hold them, or ``N`` has fewer).
+    """
     from ._kernels import block_loss_and_grad
 
     rng = np.random.default_rng(seed)
@@ -278,11 +304,17 @@ def _better_of(columns, start: np.ndarray, end: np.ndarray, offsets: np.ndarray,
     offs = [int(d) for d in offsets]
     grads = [np.empty_like(pair[0])]
     losses = [0.0, 0.0]
+    compared = 0
     for first in picked:
+        if deadline is not None and not deadline.fits(block_seconds):
+            break
+        began = _timing.now()
         block = np.ascontiguousarray(columns(int(first), min(int(first) + width, n)), dtype=np.float64)
         for i, values in enumerate(pair):
             losses[i] += block_loss_and_grad(values, offs, block, int(first), grads, width)
-    return start if losses[0] < losses[1] else end
+        compared += 1
+        block_seconds = _timing.now() - began
+    return (start if compared and losses[0] < losses[1] else end), compared
 
 
 class ChordSF(Approximation):
@@ -965,11 +997,18 @@ class ChordSF(Approximation):
                 run = {"auto": _columns.fit_columns_auto, "sketch": _sketch.fit_rounds if sketch_columns else None}.get(
                     settings.optimizer) or _columns.fit_columns
             adam_first = run in (_columns.fit_columns, _columns.fit_columns_auto)
-            # under a time limit, Adam's first step is taken only where its cost, estimated on a first block,
-            # fits (it was taken whatever it cost); charged to the limit
+            compared = name in ("saved", RANK_ONE)  # the start is compared with the end (_better_of)
+            # under a time limit, Adam's first step and L-BFGS's first pass are taken only where their cost,
+            # estimated on a first block, fits (they were taken whatever they cost: a pass at N = 100,000 is an
+            # hour), and the comparison is sized by it; charged to the limit
             probe = _columns.first_block(columns, start, offsets, settings=settings, width=width) \
-                if self.time_limit is not None and warmed and adam_first else None
+                if self.time_limit is not None and warmed and (adam_first or history is not None or compared) \
+                else None
             limit_s = None if self.time_limit is None else max(0.0, self.time_limit - (_timing.now() - fit_begin))
+            deadline = _timing.Deadline.after(limit_s)
+            pair_seconds = 0.0 if probe is None else 2.0 * FLOAT64_BLOCK_COST * probe.block_seconds
+            if compared and limit_s is not None:  # its blocks' time kept from the fit, a share of it at most
+                limit_s -= min(KEEP_START_TIME_SHARE * limit_s, KEEP_START_BLOCKS * pair_seconds)
             better = (lambda values: _better_of(columns, start, values, offsets, width, n, self.random_state)) \
                 if name in ("saved", RANK_ONE) else None  # noqa: E731
             report = self._column_progress(fro, began, governor.poll, shape, scale, better)
@@ -981,7 +1020,7 @@ class ChordSF(Approximation):
             elif history is not None:
                 fit = _columns.fit_columns_lbfgs(columns, start, offsets, settings=settings, width=width,
                                                  history=history, max_iter=self.max_iter, time_limit=limit_s,
-                                                 callback=report)
+                                                 callback=report, probe=probe)
             else:
                 extra = {"lbfgs_fits": lbfgs_fits, "rounds": _sketch.fit_rounds if sketch_columns else None} \
                     if settings.optimizer == "auto" else {}
@@ -989,11 +1028,13 @@ class ChordSF(Approximation):
                     extra["probe"] = probe
                 fit = run(columns, start, offsets, settings=settings, width=width, max_iter=self.max_iter,
                           time_limit=limit_s, seed=self.random_state, callback=report, **extra)
-            values = fit.values
-            if name in ("saved", RANK_ONE) and fit.steps > 0:
+            values, blocks = fit.values, None
+            if compared and fit.steps > 0:
                 # Adam restarts its moments near a good point, and its first steps can wander (from an
-                # exact rank-one start, 0.17 after 5 steps): the start, where it is better, is kept
-                values = _better_of(columns, start, fit.values, offsets, width, n, self.random_state)
+                # exact rank-one start, 0.17 after 5 steps): the start, where it is better, is kept; on the
+                # blocks the limit holds (none: the fit's own choice)
+                values, blocks = _compare_start(columns, start, fit.values, offsets, width, n, self.random_state,
+                                                deadline, pair_seconds)
         self.threads_ = governor.used
         self.seconds_ = time.perf_counter() - began
         self.init_ = name
@@ -1023,6 +1064,8 @@ class ChordSF(Approximation):
             # share (a pass here, unlimited, took 263 s after a 10 s fit of a sparse 60,025-order matrix)
             self.fro_error_ = self.rel_error_ = None
         self._record_compiling(compiled)
+        if blocks is not None and blocks < min(KEEP_START_BLOCKS, -(-n // width)):
+            self.params_["start_compared_blocks"] = blocks  # fewer than asked: the time limit held no more
         self.params_.update(path="columns", optimizer=fit.optimizer, epochs=round(fit.columns / n, 2),
                             batch=settings.batch, block_width=width, running_error=round(fit.running_error, 6),
                             **({"best_multiple": round(fit.multiple, 6)} if fit.multiple != 1.0 else {}),
