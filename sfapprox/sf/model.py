@@ -1008,7 +1008,7 @@ class ChordSF(Approximation):
             deadline = _timing.Deadline.after(limit_s)
             pair_seconds = 0.0 if probe is None else 2.0 * FLOAT64_BLOCK_COST * probe.block_seconds
             if compared and limit_s is not None:  # its blocks' time kept from the fit, a share of it at most
-                limit_s -= min(KEEP_START_TIME_SHARE * limit_s, KEEP_START_BLOCKS * pair_seconds)
+                limit_s -= self._comparison_reserve(probe, limit_s, pair_seconds, settings, n, adam_first)
             better = (lambda values: _better_of(columns, start, values, offsets, width, n, self.random_state)) \
                 if name in ("saved", RANK_ONE) else None  # noqa: E731
             report = self._column_progress(fro, began, governor.poll, shape, scale, better)
@@ -1073,6 +1073,21 @@ class ChordSF(Approximation):
                             **(dict(zip(("sketch_columns", "holdout_columns"), _sketch.sketch_shape(n, width, settings)))
                                if "sketch" in fit.optimizer else {}))
         return self
+
+    @staticmethod
+    def _comparison_reserve(probe, limit_s: float, pair_seconds: float, settings, n: int, adam_first: bool) -> float:
+        """The seconds a fit from columns keeps from its ``limit_s`` for the comparison of its start with its
+        end (:func:`_compare_start`, ``pair_seconds`` a block): its blocks' estimate, at most
+        :data:`KEEP_START_TIME_SHARE` of the limit, and none where keeping them leaves no room for Adam's
+        first step that the whole limit has (the comparison then gets what the steps leave: at N = 100,000
+        under 60 s it took every step away, a row of 13 s)."""
+        from . import _columns
+
+        reserve = min(KEEP_START_TIME_SHARE * limit_s, KEEP_START_BLOCKS * pair_seconds)
+        if probe is not None and adam_first and not _columns._first_step_fits(
+                probe, _timing.Deadline.after(limit_s - reserve), settings, n):
+            return 0.0
+        return reserve
 
     def _record_compiling(self, compiled: float | None) -> None:
         """``params_["compile_seconds"]``: the fit's compiling of its kernels (``compiled``; None where it loaded
