@@ -188,8 +188,9 @@ def checkout_env(checkout: str | None) -> dict:
     return env
 
 
-def run_child(module: str, function: str, args: list, env: dict | None = None):
+def run_child(module: str, function: str, args: list, env: dict | None = None, timeout: float | None = None):
     """``module.function(*args)`` in a fresh interpreter (its own peak memory, its own imports); its result.
+    A child still running after ``timeout`` seconds is killed: ``{"killed_after": timeout}``.
 
     The child runs in this folder, so that ``-c``'s first path entry (the working directory) cannot put
     another checkout's sfapprox before the one its ``PYTHONPATH`` (``env``) asks for; ``args`` and the
@@ -198,8 +199,11 @@ def run_child(module: str, function: str, args: list, env: dict | None = None):
     import subprocess
 
     here = str(Path(__file__).resolve().parent)
-    done = subprocess.run([sys.executable, "-c", _CHILD, here, module, function, json.dumps(args)],
-                          env=env, cwd=here, capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run([sys.executable, "-c", _CHILD, here, module, function, json.dumps(args)],
+                              env=env, cwd=here, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"killed_after": timeout}
     line = next((ln for ln in reversed(done.stdout.splitlines()) if ln.startswith("RESULT ")), None)
     if done.returncode != 0 or line is None:
         raise RuntimeError(f"{module}.{function}{tuple(args)} failed:\n{done.stderr[-3000:]}")

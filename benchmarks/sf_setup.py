@@ -3,7 +3,7 @@
 Run by hand (not part of the tests); about 5 minutes a round on 2 cores with the defaults:
 
     python benchmarks/sf_setup.py --sfapprox PATH [--n 100000] [--degree 10] [--limits 20,60]
-                                  [--rounds 1] [--name sf_setup]
+                                  [--rounds 1] [--name sf_setup] [--case graph|lbfgs|rank1|saved] [--kill S]
 
 The matrix: a seeded random symmetric 0/1 graph of order ``--n`` with about ``--degree`` non-zeros a
 row (``scipy.sparse.random`` plus its transpose), written once as a Matrix Market file in a temporary
@@ -103,6 +103,64 @@ def one(path: str, limit: float) -> dict:
             "phases": {k: round(v, 2) for k, v in seconds.items()}}
 
 
+#: ``--case``: what SF's row is.  "graph": ``compare`` of the graph (above); "lbfgs": ChordSF with L-BFGS by
+#: passes (``COLUMN_SETTINGS``, optimizer "lbfgs") on the sparse graph, 14 factors (compare's choice at
+#: N = 100,000); "rank1": ChordSF from the rank-one start (its end compared with the start:
+#: ``model._better_of``), 17 factors (what it needs); "saved": the same from a saved identity start
+#: of 14 factors (written once beside the graph), no rank-one pass before the steps.  Both the API's column path (the graph kept sparse),
+#: the fit's call timed (not the file's reading); a child still running after ``--kill`` seconds is killed.
+CASES = ("graph", "lbfgs", "rank1", "saved")
+
+
+def one_case(path: str, limit: float, case: str) -> dict:
+    """ChordSF on the graph under ``limit`` seconds for ``case`` ("lbfgs" or "rank1"), in this process."""
+    import importlib
+    import warnings
+
+    import scipy.io
+
+    seconds: dict[str, float] = {}
+    for module, attribute, phase in PHASES + [("sfapprox.sf.model", "_better_of", "comparison"),
+                                              ("sfapprox.sf.model", "_compare_start", "comparison"),
+                                              ("sfapprox.sf._columns", "fit_columns_lbfgs", "passes")]:
+        owner_name, _, name = attribute.rpartition(".")
+        module_object = importlib.import_module(module)
+        _timed(getattr(module_object, owner_name) if owner_name else module_object, name, phase, seconds)
+    from sfapprox import ChordSF
+    from sfapprox.sf import _columns, model
+
+    matrix = scipy.io.mmread(path).tocsc()
+    if case == "lbfgs":
+        model.COLUMN_SETTINGS = _columns.ColumnSettings(optimizer="lbfgs")
+    init = {"rank1": "rank1", "saved": _saved_identity(path, matrix.shape[0], 14)}.get(case, "identity")
+    began = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sf = ChordSF(n_factors=None if case == "rank1" else 14, time_limit=limit, init=init).fit(matrix)
+    total = time.perf_counter() - began
+    p = sf.params_
+    return {"limit": limit, "case": case, "row_seconds": round(total, 2), "fit_seconds": round(total, 2),
+            "rel_error": None, "steps": sf.n_iter_, "kept_start": bool(p.get("kept_start")),
+            "optimizer": p.get("optimizer"), "path": p.get("path"), "init": sf.init_,
+            "start_compared_blocks": p.get("start_compared_blocks"), "stop_reason": sf.stop_reason_,
+            "phases": {k: round(v, 2) for k, v in seconds.items()}}
+
+
+def _saved_identity(path: str, n: int, n_factors: int) -> str:
+    """A factors file beside ``path`` holding the identity start of ``n_factors`` Chord factors (made once)."""
+    from sfapprox import save_factors
+    from sfapprox.chord import chord_offsets
+    from sfapprox.operators import ChordOperator
+    from sfapprox.sf._multistart import start_values
+
+    saved = path + f".identity-{n_factors}.h5"
+    if not os.path.exists(saved):
+        offsets = chord_offsets(n)
+        values = start_values(["identity"], 0, (n_factors, n, len(offsets)))["identity"]
+        save_factors(saved, ChordOperator(values, offsets))
+    return saved
+
+
 def warm() -> bool:
     """Compile (or load) every kernel SF's row may call, in this checkout's numba cache: a checkout's first
     run would otherwise hold its compiling (said apart as compile_seconds, but in the row's seconds)."""
@@ -123,6 +181,8 @@ def main() -> None:
     ap.add_argument("--limits", default="20,60")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--name", default="sf_setup")
+    ap.add_argument("--case", default="graph", choices=CASES, help="SF's row: see CASES")
+    ap.add_argument("--kill", type=float, default=None, help="kill a run still going after this many seconds")
     args = ap.parse_args()
     limits = [float(x) for x in args.limits.split(",")]
     envs = {"before": checkout_env(args.sfapprox), "after": checkout_env(str(ROOT))}
@@ -135,25 +195,34 @@ def main() -> None:
             for _ in range(args.rounds):
                 for label, env in envs.items():
                     load = os.getloadavg()[0]
-                    row = {"checkout": label, "load_average": round(load, 2), **run_child("sf_setup", "one",
-                                                                                         [path, limit], env=env)}
+                    call = ("one", [path, limit]) if args.case == "graph" else ("one_case", [path, limit, args.case])
+                    began = time.perf_counter()
+                    result = run_child("sf_setup", *call, env=env, timeout=args.kill)
+                    if "killed_after" in result:  # the row still running: its seconds a lower bound
+                        result = {"limit": limit, "row_seconds": f">{time.perf_counter() - began:.0f} (killed)",
+                                  "fit_seconds": "", "rel_error": None, "steps": "", "kept_start": "", "phases": {}}
+                    row = {"checkout": label, "load_average": round(load, 2), **result}
                     rows.append(row)
                     print(json.dumps(row), flush=True)
     old = ROOT / "benchmarks" / "results" / f"{args.name}.json"
     findings = json.loads(old.read_text()).get("findings") if old.is_file() else None
-    data = {"meta": meta(n=args.n, degree=args.degree, before=args.sfapprox), "rows": rows, "findings": findings}
+    data = {"meta": meta(n=args.n, degree=args.degree, before=args.sfapprox, case=args.case), "rows": rows,
+            "findings": findings}
     write_results(args.name, data, render(data))
 
 
 def render(data: dict) -> list[str]:
     """The results file: one table of rows, a column per phase."""
     phases = [name for _, _, name in PHASES]
+    phases += sorted({k for r in data["rows"] for k in r["phases"]} - set(phases))  # a --case's own
     m = data["meta"]
     lines = [f"# SF's row and its setup under a time limit (N = {m['n']:,}, random graph, ~{m['degree']} a row)", "",
              f"{m['machine']}; {m['date']}; load average at start {m['load_average_at_start']}", "",
              f"Command: `{m['command']}`", "",
-             "Row: the row's seconds (its whole turn, the joint scoring from columns apart); phases: seconds "
-             "inside the row (blank: none in that checkout).", "",
+             ("Row: the row's seconds (its whole turn, the joint scoring from columns apart)"
+              if m.get("case", "graph") == "graph" else f"Row (--case {m['case']}): the seconds of ChordSF's fit of "
+              "the graph (its reading apart, no scoring)") + "; phases: seconds inside the row (blank: none in "
+             "that checkout).", "",
              "| checkout | limit s | load | row s | fit s | rel. error | steps | kept start | "
              + " | ".join(phases) + " |",
              "|" + "---|" * (8 + len(phases))]

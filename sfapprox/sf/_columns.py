@@ -626,7 +626,7 @@ def fit_columns_lbfgs(
     only where its estimate (:meth:`FirstBlock.pass_seconds`) fits ``time_limit``, and else the start is
     handed back at its best multiple by the probe's sums (``kept_start``), as :func:`fit_columns` does.
     Without either, the first pass is made whatever it costs (at N = 100,000 about an hour under a 20 s
-    limit: ``benchmarks/results/sf_setup_guards.md``).
+    limit: ``benchmarks/results/sf_setup_guards_lbfgs.md``).
     """
     import torch
 
