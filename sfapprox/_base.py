@@ -408,9 +408,10 @@ class RunContext:
         What the matrix is called (a fit's messages name it: "fitting SF to X" named an array the user
         never saw).
     started : float or None
-        The :func:`~sfapprox._timing.now` at which the method's turn began (:func:`~sfapprox.comparison.run_method`
+        The :func:`~sfapprox._timing.work_now` at which the method's turn began (:func:`~sfapprox.comparison.run_method`
         sets it): a factory that works before its fit (SF times its structure) charges that work, and the
-        checks before it, to the time limit from there.  None: from the factory's own start.
+        checks before it, to the time limit from there, once-per-process work apart.  None: from the factory's
+        own start.
     """
 
     settings: FitSettings = field(default_factory=FitSettings)

@@ -15,9 +15,10 @@ structure fixed by hand (``n_factors`` or ``base`` in the run's
 budget — a "not applicable" row, never a run over budget.
 
 Under a time limit the limit holds for the method's whole turn in a comparison: what the factory does
-before the fit (the checks before it, the kernels' loading, the structure's timing) is charged to the
-fit's limit from the turn's start (:attr:`~sfapprox._base.RunContext.started`), a first run's compiling
-excepted (said in ``compile_seconds``).  At N = 100,000 (a sparse graph fitted from columns) the row then
+before the fit (the checks before it, the structure's timing) is charged to the fit's limit from the
+turn's start (:attr:`~sfapprox._base.RunContext.started`), once-per-process work excepted (torch's
+import, the kernels' loading or compiling: :func:`~sfapprox._timing.one_time`; a compiling is said in
+``compile_seconds``).  At N = 100,000 (a sparse graph fitted from columns) the row then
 took 6 s of a 20 s limit and 60.4 s of a 60 s one (before: 43-74 s and 61-66 s,
 ``benchmarks/results/sf_setup.md``): what passes the limit is the last step's variance and the result's
 assembly after the fit, under a second or 2 % there.
@@ -90,7 +91,7 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
     params, full = _planned(n, budget, context, support)
     config, seconds, at_least, compiling = full, None, False, 0.0
     settings = context.settings.per_method(1)
-    began = _timing.now() if context.started is None else context.started
+    began = _timing.work_now() if context.started is None else context.started
     if full is not None and settings.time_limit is not None:
         compiling = _compiled_first(n, context.callback) or 0.0
         # (4 s at N = 12,000 on a busy machine, under a bar that said nothing)
@@ -99,11 +100,12 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
         params.update(n_factors=config.n_factors, base=config.base)
     ChordSF = _chord_sf(context.callback)
     if settings.time_limit is not None:
-        # The limit holds for the method's whole turn: the checks before this factory (loading torch), the
-        # kernels' loading and the structure's timing are charged to it (the timing alone was: at N = 100,000
-        # the row took 74-99 s of a 20 s limit).  A first run's compiling is not: it is said apart
-        # (compile_seconds), as the fit's own.
-        params["time_limit"] = max(0.0, settings.time_limit - (_timing.now() - began - compiling))
+        # The limit holds for the method's whole turn: the checks before this factory and the structure's
+        # timing are charged to it (the timing alone was: at N = 100,000 the row took 74-99 s of a 20 s limit).
+        # Once-per-process work is not (_timing.one_time): torch's import and the kernels' loading or compiling
+        # (said apart, compile_seconds), as the fit's own warm-up: charged, a first SF row under --time-limit 2
+        # spent it loading torch and made no iteration.
+        params["time_limit"] = max(0.0, settings.time_limit - (_timing.work_now() - began))
     est = ChordSF(**context.settings.apply_to(ChordSF, callback=context.callback, **params))
     est._compiled_before = compiling  # (its fit says it where it is long enough to matter)
     if full is not None and context.protocol != "paper" and config.n_factors < full.n_factors:
@@ -195,7 +197,7 @@ def _chord_sf(callback=None) -> type[ChordSF]:
     """ChordSF, its module imported under a display's phase (``callback``'s ``phase``): in a fresh
     process that import loads torch, 1.2-4 s before any other phase, under a bar that showed only
     "sf" and the clock (the phase shows only where it lasts, not in a process that has torch)."""
-    with phase(callback, "loading torch"):
+    with phase(callback, "loading torch"), _timing.one_time():
         from .model import ChordSF
     return ChordSF
 
@@ -216,7 +218,7 @@ def _compiled_first(n: int, callback=None) -> float:
     from .._progress import kernel_phase
 
     # torch, numba (select_kernel imports it) and the look into numba's cache: said too, where they last
-    with phase(callback, "loading kernels"):
+    with phase(callback, "loading kernels"), _timing.one_time():
         import torch
 
         from ._kernels import compiled_for, select_kernel, warm_up_numba
@@ -231,7 +233,7 @@ def _compiled_first(n: int, callback=None) -> float:
     if not numba:
         return 0.0
     compiling = _timing.now()
-    with phase(callback, kernel_phase(cached)):
+    with phase(callback, kernel_phase(cached)), _timing.one_time():
         # (a stop while it compiles: numba may wrap it in a SystemError, which a comparison raised, or a
         # batch wrote as a failed row and went on; as the fit's warm-ups take it, a stop, and no fit yet
         # to keep: the row "interrupted", the comparison stopped, run_all)
