@@ -213,7 +213,8 @@ def test_a_compressed_dense_file_is_refused_when_its_text_copies_and_parse_are_o
 
     import scipy.io
 
-    X = np.random.default_rng(0).random((120, 120))
+    # (large enough that decompressing it, 1.125 its text and 2 MB of buffers, fits the limit below)
+    X = np.random.default_rng(0).random((600, 600))
     buffer = io.BytesIO()
     scipy.io.mmwrite(buffer, X)
     text = buffer.getvalue()
@@ -222,7 +223,7 @@ def test_a_compressed_dense_file_is_refused_when_its_text_copies_and_parse_are_o
     array = X.nbytes
     need = 3 * len(text) + 2 * array
     assert 2 * array < need // 2  # the header's own check passes the limit below
-    with pytest.raises(ResourceError, match=r"x\.mtx\.gz: parsing .* of text into a 120 x 120 matrix"):
+    with pytest.raises(ResourceError, match=r"x\.mtx\.gz: parsing .* of text into a 600 x 600 matrix"):
         load_matrix(path, max_memory=need // 2)
     np.testing.assert_allclose(load_matrix(path, max_memory=need).to_dense(), X, rtol=1e-12)
     plain = tmp_path / "x.mtx"
