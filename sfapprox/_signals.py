@@ -61,6 +61,9 @@ _IMPORT_POLL_SECONDS = 0.01
 _IMPORT_PATIENCE = 2
 #: The stops held over such an import (:func:`_after_import` sends the first again once it has ended).
 _import_held: list[int] = []
+#: The held stops not sent again: their kind still names the stop (:func:`stop_signal`: a SIGTERM after a
+#: Ctrl-C during the import exits 143, as it does outside one).
+_kinds_held: list[int] = []
 
 
 def _on_stop(signum: int, frame) -> None:
@@ -73,6 +76,8 @@ def _on_stop(signum: int, frame) -> None:
     importing = _importing_fragile() if not _received else None  # (a stop under way: as below)
     if importing is not None and len(_import_held) < _IMPORT_PATIENCE:
         _import_held.append(signum)
+        if signum == getattr(signal, "SIGHUP", None):
+            _leave_hung_up_terminal()  # at once (no Python runs there): the import's own output may fail
         if len(_import_held) == 1:
             _after_import(importing)
         again = "Ctrl-C" if signum == signal.SIGINT else "the signal"
@@ -129,10 +134,12 @@ def _after_import(name: str) -> None:
             if not _import_held:  # a third stop stopped it at once
                 return
             time.sleep(_IMPORT_POLL_SECONDS)
-        if not _import_held:
-            return
-        signum = _import_held[0]
+        held = _import_held[:]
         _import_held.clear()
+        if not held:
+            return
+        signum = held[0]
+        _kinds_held.extend(held[1:])
         if hasattr(signal, "pthread_kill"):
             # to the main thread itself: raised in this one, a main thread asleep or waiting (for a lock, a
             # pipe) went on waiting, the stop not seen until that ended
@@ -175,6 +182,7 @@ def install_stop_handlers() -> None:
         return
     _received.clear()
     _import_held.clear()
+    _kinds_held.clear()
     for signum in STOP_SIGNALS:
         with contextlib.suppress(ValueError, OSError):
             if signal.getsignal(signum) is not signal.SIG_IGN:
@@ -212,7 +220,7 @@ def stop_signal() -> int | None:
     """SIGTERM if one was received by the stop handlers, else SIGHUP if one was, else SIGINT if one
     was, else None."""
     for signum in STOP_SIGNALS[1:]:
-        if signum in _received:
+        if signum in _received or signum in _kinds_held:
             return signum
     return signal.SIGINT if _received else None
 

@@ -445,6 +445,23 @@ def test_a_second_stop_during_torch_s_import_is_noted_and_not_sent_again(tmp_pat
     assert "already stopping" not in run.stderr, run.stderr
 
 
+def test_a_sigterm_after_a_ctrl_c_during_torch_s_import_names_the_stop(tmp_path):
+    """Only the first held stop is sent again; a SIGTERM held after a Ctrl-C lost its kind (exit 130,
+    "Ctrl-C") where outside the import it makes the stop a SIGTERM's (143)."""
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("import os, signal, time\n"
+                                      "for s in (signal.SIGINT, signal.SIGTERM):\n"
+                                      "    os.kill(os.getpid(), s)\n"
+                                      "    time.sleep(0.05)\n"
+                                      "time.sleep(0.2)\n"
+                                      "LOADED = True\n", encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
+    run = subprocess.run([sys.executable, "-c", _STAND_IN_IMPORTER], env=env, capture_output=True, text=True,
+                         timeout=60, preexec_fn=_default_sigint)
+    assert run.stdout.splitlines() == [f"stopped, torch loaded: True {int(signal.SIGTERM)}"], run
+
+
 def test_a_third_stop_ends_a_torch_import_that_hangs(tmp_path):
     """Every stop was held while torch's import ran: one that hung (a stuck network folder) could be ended by
     SIGKILL alone.  The third stops at once, inside it."""
