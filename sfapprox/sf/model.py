@@ -1458,6 +1458,7 @@ class ChordSF(Approximation):
         self.threads_ = None
         self.starts_ = {}
         self._set_result(np.zeros_like(init), None, fro)
+        self._record_compiling(None)  # (its factory's, where it compiled: in no figure, and left on the estimator)
         return self
 
     def _operator(self, values: np.ndarray, offsets: np.ndarray | None = None) -> ChordOperator:
