@@ -457,8 +457,8 @@ def test_bulk_and_line_by_line_reading_give_the_same_matrix(tmp_path, monkeypatc
     rng = np.random.default_rng(seed)
     path = write(tmp_path / "g.net", _random_pajek(rng, int(rng.integers(40, 120))))
     bulk = []
-    tables = pajek._plain_tables
-    monkeypatch.setattr(pajek, "_plain_tables", lambda *a: (bulk.append(1), *tables(*a))[1:])
+    chunks = pajek._chunks
+    monkeypatch.setattr(pajek, "_chunks", lambda *a: (bulk.append(1), *chunks(*a))[1:])
     read = {}
     for name, least in (("lines", 1 << 62), ("bulk", 0)):
         monkeypatch.setattr(pajek, "_BULK_MIN_CHARS", least)

@@ -139,14 +139,6 @@ def _ascii(chunk: str) -> bytes:
     return chunk.encode("ascii") if chunk.isascii() else b""
 
 
-def _plain_tables(text: str, start: int, stop: int, matrix: bool):
-    """The numbers of ``text[start:stop]`` (no blank first or last line) a chunk of :func:`_chunks` at a
-    time (the bytes and table of one chunk at a time, not of the section): each chunk's (start, end) and
-    its table (:func:`_plain_table`), or None where it is no plain table."""
-    for begin, end in _chunks(text, start, stop):
-        yield begin, end, _plain_table(_ascii(text[begin:end]), matrix)
-
-
 def _plain_table(data: bytes, matrix: bool) -> np.ndarray | None:
     """The numbers of lines ``data``, one row a line (``i j [w]`` as wide as its first line); None where
     it holds a character that is not a digit, a blank or part of a plain number, a blank line, a number
@@ -180,6 +172,13 @@ def _edge_columns(table: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np
         return None
     w = np.ascontiguousarray(table["w"]) if "w" in table.dtype.names else np.ones(len(table))
     return (i, j, w) if np.isfinite(w).all() else None
+
+
+def _plain_edges(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The arcs or edges of ``i j [w]`` lines ``data`` (:func:`_edge_columns` of :func:`_plain_table`), or None
+    where they are no plain table of ids in range and finite weights."""
+    table = _plain_table(data, False)
+    return None if table is None else _edge_columns(table, n)
 
 
 def _list_columns(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -426,7 +425,8 @@ class _Parser:
             if self.state in ("arcs", "edges", "matrix") and self._bulk(text, start, end, first_line):
                 return
             if self.state in ("arcslist", "edgeslist"):
-                self._bulk_lists(text, start, end, first_line)
+                n = self.net.n
+                self._by_chunks(text, start, end, first_line, lambda data: _list_columns(data, n), self._add_lists)
                 return
             if self.state == "vertices" and _vertex_ids_fit(text[start:end], self.net.n):
                 return
@@ -488,18 +488,19 @@ class _Parser:
             self.checked = parse_cost(data, data.count(b"\n") + 1)
         return self.checked + self.slow + _LINE_COST * self.list_edges
 
-    def _bulk_lists(self, text: str, start: int, end: int, first_line: int) -> None:
-        """Read an ``*Arcslist`` / ``*Edgeslist`` section a chunk of :func:`_chunks` at a time: in bulk where
-        the chunk holds only vertex ids in range and blanks (:func:`_list_columns`), else line by line
-        (comments, relation prefixes, attributes, a bad id: :meth:`_lines` names the line of an error).
-        The chunks are read in file order, so the arcs and edges are stored as the line reader stores them."""
-        for begin, stop in _chunks(text, start, end):
-            chunk = text[begin:stop]
-            columns = _list_columns(_ascii(chunk), self.net.n)
+    def _by_chunks(self, text: str, start: int, stop: int, first_line: int, parse, add) -> None:
+        """Read the lines ``text[start:stop]`` of an edge or list section a chunk of :func:`_chunks` at a time:
+        in bulk where ``parse`` (of the chunk's bytes) gives its columns, stored by ``add(chunk, columns,
+        first_line)``; else line by line (comments, attributes, relation prefixes, a bad line: :meth:`_lines`
+        names the line of an error).  The chunks are read in file order, so the arcs and edges are stored as
+        the line reader stores them."""
+        for begin, end in _chunks(text, start, stop):
+            chunk = text[begin:end]
+            columns = parse(_ascii(chunk))
             if columns is None:
                 self._lines(chunk, first_line)
             else:
-                self._add_lists(chunk, columns, first_line)
+                add(chunk, columns, first_line)
             first_line += chunk.count("\n")
 
     def _add_lists(self, chunk: str, columns: tuple[np.ndarray, np.ndarray, np.ndarray], first_line: int) -> None:
@@ -527,24 +528,23 @@ class _Parser:
         first_line += text.count("\n", start, span[0])
         if self.state == "matrix":
             return self._bulk_matrix(text, span)
-        for begin, stop, table in _plain_tables(text, *span, False):
-            columns = None if table is None else _edge_columns(table, self.net.n)
-            del table
-            if columns is None:
-                self._lines(text[begin:stop], first_line)
-            else:
-                i, j, w = columns
-                self.net.note_relation(self.relation, first_line)
-                self.net.add_block(i, j, w, self.state == "edges", np.arange(first_line, first_line + len(i)),
-                                   self.relation)
-            first_line += text.count("\n", begin, stop)
+        n = self.net.n
+        self._by_chunks(text, *span, first_line, lambda data: _plain_edges(data, n), self._add_edges)
         return True
+
+    def _add_edges(self, chunk: str, columns: tuple[np.ndarray, np.ndarray, np.ndarray], first_line: int) -> None:
+        """Store the arcs or edges of ``i j [w]`` lines ``chunk`` read in bulk (:func:`_plain_edges`), one a line
+        from line ``first_line`` on."""
+        i, j, w = columns
+        self.net.note_relation(self.relation, first_line)
+        self.net.add_block(i, j, w, self.state == "edges", np.arange(first_line, first_line + len(i)), self.relation)
 
     def _bulk_matrix(self, text: str, span: tuple[int, int]) -> bool:
         """A ``*Matrix`` section's rows in bulk, a chunk at a time; False, with nothing read, at the first
         chunk that is no plain table of finite numbers."""
         pieces = []
-        for _, _, table in _plain_tables(text, *span, True):
+        for begin, end in _chunks(text, *span):
+            table = _plain_table(_ascii(text[begin:end]), True)
             values = None if table is None else _matrix_values(table)
             if values is None:
                 return False
