@@ -115,11 +115,12 @@ def _importing_fragile() -> str | None:
     Python marks a module's spec ``_initializing`` while its code runs (importlib's own test for "a
     partially initialized module"); an interpreter without the mark gets None (a stop as before).
     """
-    for name in _FRAGILE_IMPORTS:
-        spec = getattr(sys.modules.get(name), "__spec__", None)
-        if getattr(spec, "_initializing", False) is True:
-            return name
-    return None
+    return next((name for name in _FRAGILE_IMPORTS if _initializing(name)), None)
+
+
+def _initializing(name: str) -> bool:
+    """Whether the import of module ``name`` is running now (its spec's ``_initializing`` mark)."""
+    return getattr(getattr(sys.modules.get(name), "__spec__", None), "_initializing", False) is True
 
 
 def _after_import(name: str) -> None:
@@ -130,7 +131,7 @@ def _after_import(name: str) -> None:
     main = threading.main_thread().ident
 
     def wait() -> None:
-        while getattr(getattr(sys.modules.get(name), "__spec__", None), "_initializing", False) is True:
+        while _initializing(name):
             if not _import_held:  # a third stop stopped it at once
                 return
             time.sleep(_IMPORT_POLL_SECONDS)
