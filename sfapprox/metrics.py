@@ -439,10 +439,19 @@ def sparse_target_error(X, operator, fro_norm: float | None = None) -> tuple[flo
     parts = getattr(operator, "factored_parts", lambda: None)()
     if parts is None:
         return None
-    L, R, S = parts
-    X = _compressed(X)
-    if L.shape[1] == 0 and S is not None and S.nnz:  # sparse alone: X - S entry by entry, no cancellation
-        return _sparse_part_error(X, S, fro_norm)
+    return _parts_error(_compressed(X), *parts, fro_norm)
+
+
+def _parts_error(X, L: np.ndarray, R: np.ndarray, S, fro_norm: float | None) -> tuple[float, float | None] | None:
+    """:func:`sparse_target_error` of a compressed ``X`` and the parts ``L R + S`` (``S`` None, or a sparse
+    part; ``L`` and ``R`` of rank 0 for a sparse part alone, top-s's and RPCA's rank-0 end).
+
+    ``X - S`` is taken entry by entry, a block of rows (or columns) at a time by scipy's one merge of the two
+    blocks' entries, both held compressed alike: a COO copy of ``S`` sorted by position, a search for every
+    entry of ``X`` and a gather of ``X`` at ``S``'s positions took 14.8 s at N = 1,000,000 with 10 million
+    entries (12.9 s of it sorting ``S`` again, though canonical already); and ``||X||^2 - 2 <X, S> + ||S||^2``
+    as a difference of sums left an ``S`` holding every non-zero of ``X`` to round-off, then to a pass over
+    the ``N^2`` entries, sampled ("0 +- ?") at N = 60,025."""
     L, R = np.asarray(L, dtype=np.float64), np.asarray(R, dtype=np.float64)  # (float32 ones: sums in float64)
     outer, inner = _low_rank_sides(L, R, X.format)
     norms = float(np.sum((L.T @ L) * (R @ R.T)))
@@ -459,27 +468,6 @@ def sparse_target_error(X, operator, fro_norm: float | None = None) -> tuple[flo
     if total < SPARSE_TARGET_MIN_SHARE * max(residual, norms):
         return None
     err = math.sqrt(total)
-    return err, _relative(err, math.sqrt(squared) if fro_norm is None else float(fro_norm))
-
-
-def _sparse_part_error(X, S, fro_norm: float | None) -> tuple[float, float | None]:
-    """:func:`sparse_target_error` of a surrogate that is a sparse ``S`` alone: ``||X - S||^2`` as the squares of
-    the entries of ``X - S``, summed directly.  The general formula's difference of sums left an ``S`` holding
-    every non-zero of ``X`` (RPCA's rank-0 end, top-s) to round-off: then to a pass over the ``N^2`` entries,
-    sampled ("0 +- ?") at N = 60,025.
-
-    Both held compressed alike, sorted, the difference of a block of rows (or columns) is scipy's one merge
-    of the two blocks' entries: a COO copy of ``S`` sorted by position, a search for every entry of ``X`` and
-    a gather of ``X`` at ``S``'s positions took 14.8 s at N = 1,000,000 with 10 million entries (12.9 s of it
-    sorting ``S`` again, though canonical already)."""
-    S = _compressed_like(S, X)
-    squared = residual = 0.0
-    for _, _, x, s in _block_pairs(X, S):
-        v = np.asarray(x.data, dtype=np.float64)
-        squared += float(np.dot(v, v))
-        d = (x - s).data  # (in float64: s is; an integer or float32 x is widened before the subtraction)
-        residual += float(np.dot(d, d))
-    err = math.sqrt(residual)
     return err, _relative(err, math.sqrt(squared) if fro_norm is None else float(fro_norm))
 
 

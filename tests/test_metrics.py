@@ -521,6 +521,12 @@ def test_a_sparse_part_alone_is_the_dense_difference_whatever_the_formats(monkey
         assert got[0] == pytest.approx(expected[0], rel=1e-12) and got[1] == pytest.approx(expected[1], rel=1e-12)
 
 
+def _sparse_alone(X, S):
+    """The errors of a sparse part ``S`` alone against ``X`` (rank-0 low-rank parts) by the entry-by-entry path."""
+    n = X.shape[0]
+    return metrics._parts_error(metrics._compressed(X), np.zeros((n, 0)), np.zeros((0, n)), S, None)
+
+
 @pytest.mark.parametrize("gather", [1 << 20, 5])
 def test_a_sparse_part_alone_held_as_given_is_scored_as_its_dense_form(monkeypatch, gather):
     """The entry-by-entry path on parts as a caller may hold them (not canonical): repeated positions and
@@ -535,7 +541,7 @@ def test_a_sparse_part_alone_held_as_given_is_scored_as_its_dense_form(monkeypat
                          (X, nothing)):
         want = np.linalg.norm(target.toarray() - part.astype(np.float64).toarray())  # (repeats added in float64)
         norm = np.linalg.norm(target.toarray())
-        err, rel = metrics._sparse_part_error(metrics._compressed(target), part, None)
+        err, rel = _sparse_alone(target, part)
         assert err == pytest.approx(want, rel=1e-12, abs=0.0)
         assert rel == (None if norm == 0 else pytest.approx(want / norm, rel=1e-12))
 
@@ -554,7 +560,7 @@ def test_a_sparse_part_alone_is_scored_in_memory_of_a_chunk_not_of_s(monkeypatch
     want = 0.5 * np.linalg.norm(X.data)
     tracemalloc.start()
     try:
-        err, rel = metrics._sparse_part_error(metrics._compressed(X), S, None)
+        err, rel = _sparse_alone(X, S)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
