@@ -380,9 +380,9 @@ def test_the_structure_timing_stops_once_it_leaves_no_factor_to_spare(fake_clock
     config = sf_config_for_budget(n, 3 * sf_count(n))
     fewest = min_full_factors(n, support_offsets(n, "chord", config.base))
     calls.clear()
-    chosen, seconds, at_least = M._affordable(n, config, 1.0)
-    assert chosen.n_factors == fewest < config.n_factors and at_least and len(calls) == 1
-    reason = M.structure_reason(n, config, chosen, 1.0, evaluation_seconds=seconds, at_least=at_least)
+    chosen, seconds = M._affordable(n, config, 1.0)
+    assert chosen.n_factors == fewest < config.n_factors and isinstance(seconds, M._AtLeast) and len(calls) == 1
+    reason = M.structure_reason(n, config, chosen, 1.0, evaluation_seconds=seconds)
     assert f"{fewest}, the fewest that reach every entry, at most " in reason
 
 
@@ -396,6 +396,9 @@ def test_a_large_structure_is_chosen_without_a_timing_where_its_arithmetic_alone
     n = 100_000
     config = sf_config_for_budget(n, 2 * sf_count(n))
     fewest = min_full_factors(n, support_offsets(n, "chord", config.base))
-    chosen, seconds, at_least = M._affordable(n, config, 60.0)
-    assert chosen.n_factors == fewest < config.n_factors and at_least
+    chosen, seconds = M._affordable(n, config, 60.0)
+    assert chosen.n_factors == fewest < config.n_factors and isinstance(seconds, M._AtLeast)
     assert seconds == M.least_evaluation_seconds(n, config.n_offsets, config.n_factors)
+    # said as a bound in the row's reason: the fewest factors get "at most" so many evaluations
+    reason = M.structure_reason(n, config, chosen, 60.0, evaluation_seconds=seconds)
+    assert f"{fewest}, the fewest that reach every entry, at most " in reason

@@ -89,14 +89,14 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
         For the butterfly support when ``N`` is not a power of two.
     """
     params, full = _planned(n, budget, context, support)
-    config, seconds, at_least, compiling = full, None, False, 0.0
+    config, seconds, compiling = full, None, 0.0
     settings = context.settings.per_method(1)
     began = _timing.work_now() if context.started is None else context.started
     if full is not None and settings.time_limit is not None:
         compiling = _compiled_first(n, context.callback) or 0.0
         # (4 s at N = 12,000 on a busy machine, under a bar that said nothing)
         with phase(context.callback, "timing the factors' evaluations"):
-            config, seconds, at_least = _affordable(n, full, settings.time_limit, settings.device, settings.max_iter)
+            config, seconds = _affordable(n, full, settings.time_limit, settings.device, settings.max_iter)
         params.update(n_factors=config.n_factors, base=config.base)
     ChordSF = _chord_sf(context.callback)
     if settings.time_limit is not None:
@@ -115,7 +115,7 @@ def sf_estimator(n: int, budget: int, context: RunContext, *, support: str = "ch
             "n_factors_budget": full.n_factors,
             "count_budget": full.count,
             "structure_reason": structure_reason(n, full, config, settings.time_limit, settings.max_iter,
-                                                 evaluation_seconds=seconds, at_least=at_least),
+                                                 evaluation_seconds=seconds),
         }
     return est
 
@@ -359,7 +359,8 @@ def _blocks_seconds(values: np.ndarray, offs: list[int], width: int, rng: np.ran
 
 class _AtLeast(float):
     """Seconds that a whole evaluation takes at least: a timing that stopped once it knew enough
-    (:func:`_blocks_seconds`), which :func:`structure_reason` says as such."""
+    (:func:`_blocks_seconds`), or the arithmetic's bound that made a timing needless
+    (:func:`least_evaluation_seconds`), which :func:`structure_reason` says as such."""
 
 
 def _best_of_two(run, enough: float = math.inf, tries: int = 2) -> float:
@@ -416,41 +417,38 @@ def affordable_structure(n: int, config: SFConfig, time_limit: float | None, dev
 
 
 def _affordable(n: int, config: SFConfig, time_limit: float | None, device: str = "cpu",
-                max_iter: int | None = None) -> tuple[SFConfig, float | None, bool]:
-    """:func:`affordable_structure`'s structure, the measured seconds of one evaluation of ``config``
+                max_iter: int | None = None) -> tuple[SFConfig, float | None]:
+    """:func:`affordable_structure`'s structure and the measured seconds of one evaluation of ``config``
     (None where none was measured), from which :func:`structure_reason` tells what the structure chosen
-    can expect, and whether those seconds are a lower bound (the timing stopped once they left no factor
-    to spare: :func:`_evaluation_seconds`)."""
+    can expect; an :class:`_AtLeast` where those seconds are a lower bound (the timing stopped once they
+    left no factor to spare, :func:`_evaluation_seconds`, or none was needed)."""
     if time_limit is None or config.support == "butterfly" or not str(device).startswith(("cpu", "auto")):
-        return config, None, False
+        return config, None
     if str(device) == "auto":
         import torch
 
         if torch.cuda.is_available():
-            return config, None, False
+            return config, None
     offsets = support_offsets(n, config.support, config.base)
     fewest = min_full_factors(n, offsets) or config.n_factors
     if config.n_factors <= fewest:
-        return config, None, False
+        return config, None
     wanted = wanted_evaluations(max_iter)
     # from these seconds of a whole evaluation on, no more than the fewest factors are affordable: a timing
     # that reaches them stops there (at N = 100,000 it took 50 s, where its first call already said so),
     # and none is made where the evaluation's arithmetic alone, at a speed no CPU has, takes as long
     enough = config.n_factors * time_limit / (wanted * (fewest + 1)) * (1.0 + 1e-6)
     seconds = least_evaluation_seconds(n, len(offsets), config.n_factors)
-    at_least = seconds >= enough
-    if not at_least:
-        seconds = _evaluation_seconds(n, offsets, config.n_factors, enough)
-        at_least = isinstance(seconds, _AtLeast)
+    seconds = _AtLeast(seconds) if seconds >= enough else _evaluation_seconds(n, offsets, config.n_factors, enough)
     affordable = int(config.n_factors * time_limit / (wanted * max(seconds, 1e-9)) + 1e-9)
     m = max(fewest, min(config.n_factors, affordable))
     if m == config.n_factors:
-        return config, seconds, at_least
-    return SFConfig(config.base, m, config.n_offsets, n * config.n_offsets * m, config.support), seconds, at_least
+        return config, seconds
+    return SFConfig(config.base, m, config.n_offsets, n * config.n_offsets * m, config.support), seconds
 
 
 def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float, max_iter: int | None = None,
-                     *, evaluation_seconds: float | None = None, at_least: bool = False) -> str:
+                     *, evaluation_seconds: float | None = None) -> str:
     """Why ``config`` has fewer factors than ``full``, the structure its budget allows (one line).
 
     Where ``config`` is the fewest factors that reach every entry and that too gets fewer evaluations
@@ -472,10 +470,9 @@ def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float
         The fit's iteration limit (:func:`wanted_evaluations`).
     evaluation_seconds : float or None, default=None
         The measured seconds of one evaluation of ``full`` (an evaluation costs in proportion to the
-        factors); None: not known, and not said.
-    at_least : bool, default=False
-        ``evaluation_seconds`` is a lower bound (the timing stopped once the choice was made): the
-        evaluations the fewest factors get are then said as "at most".
+        factors); None: not known, and not said.  An :class:`_AtLeast` (from :func:`_affordable`) is a
+        lower bound (the timing stopped once the choice was made): the evaluations the fewest factors
+        get are then said as "at most".
 
     Examples
     --------
@@ -491,7 +488,7 @@ def structure_reason(n: int, full: SFConfig, config: SFConfig, time_limit: float
     expected = (None if not evaluation_seconds else
                 int(time_limit / (evaluation_seconds * config.n_factors / full.n_factors)))
     if config.n_factors == fewest and expected is not None and expected < wanted:
-        about = "at most" if at_least else "about"
+        about = "at most" if isinstance(evaluation_seconds, _AtLeast) else "about"
         why += f", and {config.n_factors}, the fewest that reach every entry, {about} {expected:,}"
     elif config.n_factors == fewest:
         why += f" ({config.n_factors} is the fewest that reach every entry)"
