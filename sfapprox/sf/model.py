@@ -1004,8 +1004,8 @@ class ChordSF(Approximation):
             probe = _columns.first_block(columns, start, offsets, settings=settings, width=width) \
                 if self.time_limit is not None and warmed and (adam_first or history is not None or compared) \
                 else None
-            limit_s = None if self.time_limit is None else max(0.0, self.time_limit - (_timing.now() - fit_begin))
-            deadline = _timing.Deadline.after(limit_s)
+            deadline = _timing.Deadline.after(self.time_limit, fit_begin)
+            limit_s = deadline.limit()
             pair_seconds = 0.0 if probe is None else 2.0 * FLOAT64_BLOCK_COST * probe.block_seconds
             if compared and limit_s is not None:  # its blocks' time kept from the fit, a share of it at most
                 limit_s -= self._comparison_reserve(probe, limit_s, pair_seconds, settings, n, adam_first)
