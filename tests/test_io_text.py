@@ -808,6 +808,28 @@ def test_a_latin_1_character_is_checked_as_the_one_byte_a_str_holds(tmp_path, mo
     assert (marked[1] > 1.3 * plain[1]) == wider, (plain, marked)  # read_text's estimate
 
 
+def test_a_latin_1_file_s_table_is_checked_for_the_one_byte_a_character_its_str_holds(tmp_path, monkeypatch):
+    """A file that is not UTF-8 is read as Latin-1, 1 byte a character in its str; the table's check counted
+    its text again from the bytes, whose lead bytes (\xe9 of "é") said 2, where read_text's own check had
+    counted it before decoding: the same check as an ASCII text of as many bytes now."""
+    import sfapprox.io._text as text_reader
+
+    checks = {}
+    real = text_reader.check_memory
+
+    def check_memory(n_bytes, *, what, **kwargs):
+        checks.setdefault(name, []).append(n_bytes)
+        return real(n_bytes, what=what, **kwargs)
+
+    monkeypatch.setattr(text_reader, "check_memory", check_memory)
+    table = "1,2\n3,4\n"
+    for name, comment in (("ascii", b"e"), ("latin-1", b"\xe9")):
+        path = tmp_path / f"{name}.csv"
+        path.write_bytes(b"# caf" + comment * 10_000 + b"\n" + table.encode())
+        _read_csv(path)
+    assert checks["latin-1"] == checks["ascii"], checks
+
+
 def test_a_table_read_row_by_row_is_checked_for_its_peak(tmp_path, monkeypatch):
     """A cell the row-by-row path reads (a Fortran exponent) sends the whole table there: its check of 80
     bytes a cell left out the text and lines held, about a quarter of its peak."""

@@ -140,17 +140,21 @@ def text_width(data: str | bytes) -> int:
     return 4 if data.translate(None, _BELOW_FOUR) else 2 if data.translate(None, _BELOW_TWO) else 1
 
 
-def split_cost(data: bytes, lines: int) -> int:
+def split_cost(data: bytes, lines: int, width: int | None = None) -> int:
     """Peak bytes of a file's text split into its lines, ``data`` its bytes and ``lines`` their number: the
     bytes (held by the :class:`Source`), the text and a string a line (:data:`LINE_OBJECT_BYTES` each
     beside a copy of the characters); what the text readers hold before their parse's own arrays.
+
+    ``width``: the bytes a character takes in the decoded text where it is at hand (``text_width(text)``
+    of a str is read from its header, where the bytes' is a pass over them: 33 ms for 25 MB of
+    non-ASCII text, the decoding's 13 ms); None: told from ``data`` (:func:`text_width`).
 
     Examples
     --------
     >>> split_cost(b"1,2\\n3,4\\n", 3)
     264
     """
-    return (1 + 2 * text_width(data)) * len(data) + LINE_OBJECT_BYTES * lines
+    return (1 + 2 * (text_width(data) if width is None else width)) * len(data) + LINE_OBJECT_BYTES * lines
 
 
 def one_line(text: object) -> str:
@@ -493,25 +497,23 @@ class Source:
             with open(self.path, "rb") as fh:
                 return fh.read(n_bytes)
 
-    def read_text(self, cost: Callable[[bytes, int], int] | None = None) -> str:
+    def read_text(self, cost: Callable[[bytes, int], int] = split_cost) -> str:
         """The content decoded as text (UTF-8, else Latin-1); binary files refused.
 
-        The text readers split it into lines and tokens, Python objects: about
-        4 bytes per byte of text plus ~300 per line (measured with the line-by-line
-        Pajek reader: a 1M-edge file peaked at ~350 MB).  That cost is refused over
-        the memory limit before the text is decoded.
+        The reader's peak, ``cost``, is refused over the memory limit before the text is decoded.
 
         Parameters
         ----------
-        cost : callable, optional
-            ``cost(data, lines)``: the peak bytes of a reader that parses otherwise (the Pajek
-            reader's bulk parse, :func:`~sfapprox.io._pajek.parse_cost`), from the file's bytes and
-            its number of lines; None: the estimate above.
+        cost : callable, default=split_cost
+            ``cost(data, lines)``: the peak bytes of the reader's parse from the file's bytes and its
+            number of lines; by default the text and its lines held (:func:`split_cost`), to which a
+            reader adds its parse's own (the Pajek reader's bulk parse,
+            :func:`~sfapprox.io._pajek.parse_cost`).
         """
         data = self.read_bytes()
         lines = data.count(b"\n") + 1
         check_memory(
-            (4 * len(data) + 300 * lines) if cost is None else cost(data, lines),
+            cost(data, lines),
             what=f"{self.display}: parsing {lines:,} lines of text ({format_bytes(len(data))})",
             limit=self.max_memory,
         )

@@ -15,7 +15,7 @@ from .._validation import check_memory
 from ..formats import counted
 from ._common import (MAX_DIM, Options, ReadResult, Source, as_float_table, check_order, fortran_float,
                       is_comma_number, is_missing_token, is_number_like, parse_float, repeated_keys, split_cost,
-                      strip_compression)
+                      strip_compression, text_width)
 
 _COMMENT = ("#", "%")
 
@@ -259,7 +259,7 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
     Well-formed files go through ``numpy.loadtxt``; anything it rejects is
     re-parsed row by row to name the offending line and cell.
     """
-    text = src.read_text(split_cost)
+    text = src.read_text()
     delimiter = _delimiter(src, text, opts)
     lines = text.splitlines()
     first = next((k for k, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith(_COMMENT)), None)
@@ -268,7 +268,7 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
     width = len(_split_line(lines[first], delimiter))
     # The first row's width bounds the table: refuse before parsing it all, with the text and lines held
     # (alone, the table's 8 bytes a cell let a 0/1 CSV peak at twice its check: text_memory)
-    held = split_cost(src.read_bytes(), len(lines))
+    held = split_cost(src.read_bytes(), len(lines), text_width(text))
     check_memory(held + _TABLE_CELL_BYTES * width * len(lines),
                  what=f"{src.display}: dense {len(lines)} x {width} table", limit=opts.max_memory)
     notes = _marks_notes(opts)
