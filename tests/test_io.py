@@ -585,3 +585,23 @@ def test_read_text_checks_the_text_and_its_lines_by_default(tmp_path):
     with pytest.raises(ResourceError, match=r"^\S+: parsing 3,001 lines of text"):
         Source(path, max_memory=split_cost(data, lines) - 1).read_text()
 
+
+def test_a_decompression_reads_the_default_memory_limit_once(tmp_path, monkeypatch):
+    """Each MiB decompressed is checked against the limit; the default one (the RAM's, or the cgroup's,
+    read from its files: 0.5-1 ms) was read again at each, and it still holds."""
+    from sfapprox import _validation
+    from sfapprox.io._common import Source
+
+    path = tmp_path / "a.txt.gz"
+    path.write_bytes(gzip.compress(b"0" * (5 << 20)))
+    asked = []
+
+    def physical_memory():
+        asked.append(1)
+        return 1 << 40
+
+    monkeypatch.setattr(_validation, "physical_memory", physical_memory)
+    assert len(Source(path).read_bytes()) == 5 << 20 and len(asked) == 1
+    monkeypatch.setattr(_validation, "physical_memory", lambda: 4 << 20)  # a limit of 3.2 MiB
+    with pytest.raises(ResourceError, match=r"decompressed data needs about .* over the memory limit of 3\.2 MiB"):
+        Source(path).read_bytes()

@@ -32,7 +32,7 @@ import numpy as np
 from .._atomic import special_file
 from .._errors import InputError, ResourceError, SfapproxError, parameter
 from .._settings import TEXT_DELIMITERS, LoadOptions
-from .._validation import check_memory, estimate_dense_bytes, format_bytes
+from .._validation import check_memory, estimate_dense_bytes, format_bytes, memory_limit
 
 #: The first bytes of an HDF5 file (MATLAB v7.3 files put them after a 512-byte text header).
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -456,6 +456,9 @@ class Source:
         # Decompress in chunks so that a decompression bomb is refused at the
         # memory limit instead of after exhausting RAM.
         out = io.BytesIO()
+        # the limit read once, not at each chunk: the default one reads the cgroup's files (0.5-1 ms a call,
+        # one a MiB decompressed)
+        limit = memory_limit(self.max_memory)
         try:
             # the compressed bytes hashed as the codec reads them: sha256() read the file again
             with HashingReader(open(self.path, "rb")) as raw, COMPRESSIONS[self.compression].open(raw, "rb") as fh:
@@ -465,7 +468,7 @@ class Source:
                     # read and the codec's own: 1.125 the size + 2 MB measured (benchmarks/results/read_memory.md;
                     # twice the size, checked only past 4 MiB, let a small file's read peak 2 MB over its checks)
                     check_memory(out.tell() + out.tell() // 8 + 2 * _CHUNK * 16,
-                                 what=f"{self.display}: decompressed data", limit=self.max_memory)
+                                 what=f"{self.display}: decompressed data", limit=limit)
                 self._digest = raw.hexdigest()
         except _CODEC_ERRORS as exc:
             raise self._codec_error(exc) from None
