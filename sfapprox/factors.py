@@ -138,7 +138,7 @@ class SavedFactors:
         Stored numbers of the operator (property).
     """
 
-    operator: Any
+    operator: SurrogateOperator
     loss_history: np.ndarray
     fit: dict[str, Any]
     settings: dict[str, Any]

@@ -94,4 +94,5 @@ def mistakes(X: np.ndarray) -> None:
     row = c.result("sf")
     rel: float = row.rel_error                                       # type: ignore[assignment]
     sfapprox.fit_sf(X).no_such_attribute_                            # type: ignore[attr-defined]
+    sfapprox.load_factors("f.h5").operator.to_dense(max_memory="1G")  # type: ignore[call-arg]
     assert rel
