@@ -202,7 +202,8 @@ def not_picklable(exc: BaseException, what: str = "the matrix source"):
     holds an open file, a lock or a connection."""
     from ._errors import ParameterError
 
-    chain, seen = [], exc
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
     while seen is not None and len(chain) < 8:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
