@@ -25,7 +25,20 @@ The cases:
   (``formable`` answered False: what a limit under the formed covariance's scoring gives);
 * ``open_cov_npy_u8``: the uint8 table by ``open_matrix(covariance=True)`` (formed);
 * ``cov_libsvm_slow``: LIBSVM lines with a ``qid:`` token (label, qid, 100 of 500 features), which
-  the whole-text reader leaves to the line-by-line one, read for the covariance.
+  the whole-text reader leaves to the line-by-line one, read for the covariance;
+* ``npz``, ``npz_z``: a square float64 array in an ``.npz`` (``np.savez``: stored; ``np.savez_compressed``:
+  deflated), read by ``read_npz`` (the member read from the zip);
+* ``bz2_npy``, ``xz_npy``: the square float64 array as a ``.npy`` compressed, read by ``read_npy`` (the codec's
+  C buffers beside the decompressed bytes and the array);
+* ``pajek_edges``: a 1-mode Pajek file, ``*Vertices N`` (ids alone) then ``*Edges`` lines ``i j`` (10 a
+  vertex), read by ``read_pajek`` in bulk;
+* ``pajek_2mode``: a 2-mode one (``*Vertices N N/2``, every edge joins the two halves), read with
+  ``two_mode="bipartite"`` (``_bipartite_block``, then the bipartite adjacency);
+* ``pajek_matrix``: a ``*Matrix`` section of 0/1 values (one in ten a 1), read in bulk;
+* ``pajek_matrix_slow``: the same with a comment as the section's first line (read line by line).
+
+``--sfapprox CHECKOUT`` measures that checkout's sfapprox too, each file read by it and by this one in
+turn (rows labelled ``before`` / ``after``).
 """
 
 from __future__ import annotations
@@ -37,11 +50,12 @@ import lzma
 import os
 from pathlib import Path
 
-from _common import (add_file_options, file_rows, file_rows_heading, findings_lines, proc_status, reset_peak,
-                     run_child, write_results)
+from _common import (ROOT, add_file_options, checkout_env, file_rows, file_rows_heading, findings_lines, proc_status,
+                     reset_peak, run_child, write_results)
 
 CASES = ("gz_csv", "bz2_csv", "xz_csv", "gz_cov_npy", "cov_npy", "cov_npy_f32", "cov_npy_u8", "load_cov_csv",
-         "open_cov_csv", "open_cov_csv_cols", "open_cov_npy_u8", "cov_libsvm_slow")
+         "open_cov_csv", "open_cov_csv_cols", "open_cov_npy_u8", "cov_libsvm_slow", "npz", "npz_z", "bz2_npy",
+         "xz_npy", "pajek_edges", "pajek_2mode", "pajek_matrix", "pajek_matrix_slow")
 
 #: The columns of the tall ``.npy`` tables.
 NPY_COLUMNS = 200
@@ -93,6 +107,42 @@ def _libsvm_qid(path: Path, size: int) -> None:
                      + " ".join(f"{i}:{v:.4g}" for i, v in zip(idx, rng.random(100))) + "\n")
 
 
+def _square(size: int):
+    import numpy as np
+
+    n = max(int((size / 8) ** 0.5), 2)
+    return np.random.default_rng(0).standard_normal((n, n))
+
+
+def _pajek_edges(path: Path, size: int, two_mode: bool) -> None:
+    """``*Vertices N`` (ids alone, N/2 rows of a 2-mode network), then 10 ``*Edges`` lines ``i j`` a vertex."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    n = max(size // 130, 4)  # a vertex line (~6 bytes) and ten edge lines (~12 each)
+    with open(path, "w") as fh:
+        fh.write(f"*Vertices {n}{f' {n // 2}' if two_mode else ''}\n")
+        fh.write("\n".join(map(str, range(1, n + 1))) + "\n*Edges\n")
+        for _ in range(10):
+            if two_mode:
+                i, j = rng.integers(1, n // 2 + 1, n), rng.integers(n // 2 + 1, n + 1, n)
+            else:
+                i, j = rng.integers(1, n + 1, n), rng.integers(1, n + 1, n)
+            fh.write("\n".join(f"{a} {b}" for a, b in zip(i.tolist(), j.tolist())) + "\n")
+
+
+def _pajek_matrix(path: Path, size: int, comment: bool) -> None:
+    """``*Vertices n`` then a ``*Matrix`` of n rows of n 0/1 values (one in ten a 1): ``size`` bytes."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    n = max(int((size / 2) ** 0.5), 2)
+    with open(path, "w") as fh:
+        fh.write(f"*Vertices {n}\n*Matrix\n" + ("% a comment: the section is read line by line\n" if comment else ""))
+        for _ in range(n):
+            fh.write(" ".join("1" if x else "0" for x in (rng.random(n) < 0.1).tolist()) + "\n")
+
+
 def make(case: str, mb: int, folder: Path) -> Path:
     """The file of ``case``, about ``mb`` MB (10^6 bytes) of data, in ``folder`` (written once)."""
     size = mb * 10**6
@@ -108,6 +158,29 @@ def make(case: str, mb: int, folder: Path) -> Path:
         if not path.exists():
             n = int((size / 10 / 2) ** 0.5)
             _csv(path, 2 * n, n)
+        return path
+    if case in ("npz", "npz_z"):
+        import numpy as np
+
+        path = folder / f"square_{mb}mb{'_z' if case == 'npz_z' else ''}.npz"
+        if not path.exists():
+            (np.savez_compressed if case == "npz_z" else np.savez)(path, X=_square(size))
+        return path
+    if case in ("bz2_npy", "xz_npy"):
+        import numpy as np
+
+        plain = folder / f"square_{mb}mb.npy"
+        if not plain.exists():
+            np.save(plain, _square(size))
+        out = plain.with_name(plain.name + "." + case.split("_")[0])
+        return out if out.exists() else _compress(plain, out.suffix)
+    if case.startswith("pajek_"):
+        path = folder / f"{case}_{mb}mb.net"
+        if not path.exists():
+            if "matrix" in case:
+                _pajek_matrix(path, size, case.endswith("_slow"))
+            else:
+                _pajek_edges(path, size, case == "pajek_2mode")
         return path
     if case == "cov_libsvm_slow":
         path = folder / f"qid_{mb}mb.libsvm"
@@ -139,7 +212,22 @@ def _read(case: str, path: str):
         return open_matrix(path, covariance=True, max_memory=big)
     from sfapprox.io._common import DEFAULTS, Source
 
-    src = Source(path, max_memory=big)
+    src = Source(path, max_memory=big, keep_sparse=case.startswith("pajek_"))
+    if case in ("npz", "npz_z"):
+        from sfapprox.io._numpy import read_npz
+
+        return read_npz(src, DEFAULTS)
+    if case in ("bz2_npy", "xz_npy"):
+        from sfapprox.io._numpy import read_npy
+
+        return read_npy(src, DEFAULTS)
+    if case.startswith("pajek_"):
+        import dataclasses
+
+        from sfapprox.io._pajek import read_pajek
+
+        return read_pajek(src, dataclasses.replace(DEFAULTS, two_mode="bipartite") if case == "pajek_2mode"
+                          else DEFAULTS)
     if case.endswith("_csv"):
         from sfapprox.io._text import read_csv
 
@@ -199,11 +287,12 @@ def one(case: str, path: str, trace: bool) -> dict:
             "checks": sorted(checks, key=lambda c: -c[1])}
 
 
-def measure(case: str, path: Path) -> dict:
-    """The file's size, the largest check and both peaks."""
-    row = {"case": case, "file": path.name, "bytes": path.stat().st_size}
-    row["traced"] = run_child("read_memory", "one", [case, str(path), True])["peak"]
-    untraced = run_child("read_memory", "one", [case, str(path), False])
+def measure(case: str, path: Path, checkout: str | None = None, label: str = "") -> dict:
+    """The file's size, the largest check and both peaks (``checkout``'s sfapprox, else this one's)."""
+    env = checkout_env(checkout)
+    row = {"case": case, "file": path.name, "bytes": path.stat().st_size, **({"checkout": label} if label else {})}
+    row["traced"] = run_child("read_memory", "one", [case, str(path), True], env=env)["peak"]
+    untraced = run_child("read_memory", "one", [case, str(path), False], env=env)
     row.update(rss=untraced["peak"], maxrss=untraced["maxrss"], checks=untraced["checks"])
     row["checked"] = max((n for _, n in untraced["checks"]), default=0)
     row["checked_what"] = next((what for what, n in untraced["checks"] if n == row["checked"]), "")
@@ -216,15 +305,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_file_options(ap, "read_memory", [1, 10, 50], "data")
     ap.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
+    ap.add_argument("--sfapprox", help="another checkout (the code before a change): each file read by it, then by "
+                                       "this one")
     args = ap.parse_args()
-    out = file_rows(args, args.cases, make, measure)
+    if args.sfapprox:  # before and after in turn, file by file (a shared machine's drift falls on both)
+        def measure_both(case: str, path: Path) -> list[dict]:
+            return [measure(case, path, args.sfapprox, "before"), measure(case, path, str(ROOT), "after")]
+
+        out = file_rows(args, args.cases, make, measure_both)
+        out["rows"] = [row for pair in out["rows"] for row in pair]
+    else:
+        out = file_rows(args, args.cases, make, measure)
     mb = 1e6
     lines = file_rows_heading("Peak memory of the compressed, covariance and LIBSVM line-by-line reads against their "
                               "checks", out, "MB = 10^6 bytes; file MB as stored, compressed where it is")
     lines += ["| case | file | file MB | traced peak MB | RSS growth MB | maxrss growth MB | checked MB | "
               "checked / traced | checked / RSS | largest check |", "|" + "---|" * 10]
     for r in out["rows"]:
-        lines.append(f"| {r['case']} | {r['file']} | {r['bytes'] / mb:.1f} | {r['traced'] / mb:.1f} | "
+        case = f"{r['case']} ({r['checkout']})" if "checkout" in r else r["case"]
+        lines.append(f"| {case} | {r['file']} | {r['bytes'] / mb:.1f} | {r['traced'] / mb:.1f} | "
                      f"{r['rss'] / mb:.1f} | {r['maxrss'] / mb:.1f} | {r['checked'] / mb:.1f} | "
                      f"{r['checked'] / max(r['traced'], 1):.2f} | {r['checked'] / max(r['rss'], 1):.2f} | "
                      f"{r['checked_what'].split(': ', 1)[-1][:90]} |")
