@@ -24,6 +24,22 @@ _SPARSE_KEYS = {"format", "shape", "data"}
 #: Bytes ``np.load`` holds beside the array it fills from a stream: its reads (numpy's ``format.BUFFER_SIZE``,
 #: 256 KiB at a time) and their copies, 0.53 MB measured over a .npy.gz's bytes and array (read_memory).
 _NPY_READ = 1 << 20
+#: Bytes more that a deflated ``.npz`` member's read holds: zipfile reads as many compressed bytes as it is
+#: asked for, and keeps its decompressor's output and unread input between numpy's reads (1.2 MB over the
+#: array measured against :data:`_NPY_READ`'s 1 MiB: benchmarks/results/read_memory_more.md).
+_ZIP_READ = 1 << 20
+
+
+def _check_array(src: Source, header, what: str, opts: Options, more: int = 0) -> None:
+    """Refuse an array of ``header`` that holds objects (pickles), or whose read needs more memory than the
+    limit: its float64 form (the readers' matrices are), numpy's reads, ``more`` bytes, and the compressed
+    file's decompressed bytes, held while the array is read from them (a .npy.gz table peaked at twice
+    this check without them: benchmarks/results/read_memory.md)."""
+    if header.dtype.hasobject:
+        raise src.fail(f"{what} {PICKLE_REFUSAL}")
+    beside = f" (beside the {format_bytes(src.held)} decompressed)" if src.held else ""
+    check_memory(header.count * max(header.dtype.itemsize, 8) + src.held + _NPY_READ + more,
+                 what=f"{src.display}: {what} of shape {shape_text(header.shape)}{beside}", limit=opts.max_memory)
 
 
 def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
@@ -33,13 +49,7 @@ def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
         header = read_npy_header(fh)
     except (ValueError, OSError, EOFError) as exc:
         raise src.fail(f"{what}: not a valid .npy array ({one_line(exc)})") from None
-    if header.dtype.hasobject:
-        raise src.fail(f"{what} {PICKLE_REFUSAL}")
-    # a compressed file's decompressed bytes are held while the array is read from them (a .npy.gz table
-    # peaked at twice this check: benchmarks/results/read_memory.md)
-    beside = f" (beside the {format_bytes(src.held)} decompressed)" if src.held else ""
-    check_memory(header.count * max(header.dtype.itemsize, 8) + src.held + _NPY_READ,
-                 what=f"{src.display}: {what} of shape {shape_text(header.shape)}{beside}", limit=opts.max_memory)
+    _check_array(src, header, what, opts)
     if isinstance(fh, HashingReader):  # a file on disk: its size says whether the data is all there
         truncated = header.truncation(os.fstat(fh.fileno()).st_size)
         if truncated:
@@ -119,11 +129,22 @@ def _read_npz(src: Source, file, opts: Options) -> ReadResult:
                 what = "no square 2-D array" if not square else f"several square 2-D arrays ({', '.join(square)})"
                 raise src.fail(f"{what}; arrays: {_describe(members)}", _npz_hint(members, square))
             key = square[0]
-        with zf.open(key + ".npy") as raw:
-            fh = io.BytesIO(raw.read()) if not raw.seekable() else raw
-            array = _load_npy(src, fh, f"array {key!r}", opts)
+        array = _load_member(src, zf, key, opts)
     return ReadResult(array, "npz", [f"npz array {key!r}"], source=f"{src.display} (array {key})",
                       reading={"var": key})
+
+
+def _load_member(src: Source, zf: zipfile.ZipFile, key: str, opts: Options) -> np.ndarray:
+    """Array ``key`` of an .npz (its header read by :func:`_members`): checked from its header, then read
+    by numpy from the member as it is decompressed, in order (no seek back to the header: a member that
+    could not seek was copied whole into memory first, a copy no check counted)."""
+    info = zf.getinfo(key + ".npy")
+    with zf.open(info) as raw:
+        header = read_npy_header(raw)
+    deflated = info.compress_type != zipfile.ZIP_STORED
+    _check_array(src, header, f"array {key!r}", opts, _ZIP_READ if deflated else 0)
+    with src.guard(), zf.open(info) as raw:
+        return np.lib.format.read_array(raw, allow_pickle=False)
 
 
 def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, file, members, opts: Options) -> ReadResult:
