@@ -245,6 +245,68 @@ def compression_of(name: str) -> str | None:
     return next((suffix for suffix in COMPRESSIONS if lower.endswith(suffix)), None)
 
 
+#: The C state of a bzip2 decoder besides its tables (``DState``, bzip2's ``100k``), and its block array's
+#: bytes for each level (4 a byte of a block of ``level`` x 100,000): 3.7 MB for the default level 9, not
+#: seen by tracemalloc (a 1 MB .npy.bz2 grew the RSS 5.4 MB against a 3.2 MB check:
+#: benchmarks/results/read_memory_more.md).
+_BZ2_STATE, _BZ2_LEVEL = 100_000, 400_000
+#: A liblzma decoder's state beside its dictionary.
+_XZ_STATE = 1 << 16
+
+
+def _xz_dictionary(head: bytes) -> int:
+    """The LZMA2 dictionary size of an ``.xz`` file's first block from its first bytes (0 where they do not
+    say: the codec refuses such a file)."""
+    if head[:6] != b"\xfd7zXZ\x00" or len(head) < 14:
+        return 0
+    flags, pos = head[13], 14
+
+    def varint() -> int:
+        nonlocal pos
+        value, shift = 0, 0
+        while pos < len(head):
+            byte = head[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        return value
+
+    for present in (flags & 0x40, flags & 0x80):  # the block's compressed and uncompressed sizes
+        if present:
+            varint()
+    for _ in range((flags & 3) + 1):  # its filters: LZMA2 last, with one byte of properties
+        filter_id, size = varint(), varint()
+        if filter_id == 0x21 and size == 1 and pos < len(head):
+            bits = head[pos] & 0x3F
+            return 0xFFFFFFFF if bits >= 40 else (2 | (bits & 1)) << (bits // 2 + 11)
+        pos += size
+    return 0
+
+
+def decoder_bytes(compression: str | None, head: bytes, decompressed: int) -> int:
+    """Bytes a decoder of ``compression`` holds in C buffers beside its output, once it has given
+    ``decompressed`` bytes of a file that starts with ``head`` (32 bytes are enough): bzip2's block arrays
+    (``BZh9``: 3.7 MB), as large as the first block whatever the file's size; an ``.xz``'s dictionary, as
+    much of it as the output has filled (it is allocated whole, but its pages are touched as written);
+    0 for gzip (32 KiB of window).
+
+    Examples
+    --------
+    >>> decoder_bytes(".bz2", b"BZh9", 10)
+    3700000
+    >>> decoder_bytes(".gz", b"\x1f\x8b", 10)
+    0
+    """
+    if compression == ".bz2":
+        level = head[3] - 48 if len(head) > 3 and head[:3] == b"BZh" and 49 <= head[3] <= 57 else 9
+        return _BZ2_STATE + _BZ2_LEVEL * level
+    if compression == ".xz":
+        return _XZ_STATE + min(_xz_dictionary(head), decompressed)
+    return 0
+
+
 def strip_compression(name: str) -> str:
     """``name`` without its compressed suffix, if any (``a.mtx.xz`` -> ``a.mtx``)."""
     suffix = compression_of(name)
@@ -462,12 +524,16 @@ class Source:
         try:
             # the compressed bytes hashed as the codec reads them: sha256() read the file again
             with HashingReader(open(self.path, "rb")) as raw, COMPRESSIONS[self.compression].open(raw, "rb") as fh:
+                head = raw.read(32)  # (what the decoder will hold; read again from the start, hashed once)
+                raw.seek(0)
                 for chunk in iter(lambda: fh.read(_CHUNK * 16), b""):
                     out.write(chunk)
                     # the buffer (grown by an eighth; getvalue() hands it over, shrunk, not copied), the chunk
                     # read and the codec's own: 1.125 the size + 2 MB measured (benchmarks/results/read_memory.md;
-                    # twice the size, checked only past 4 MiB, let a small file's read peak 2 MB over its checks)
-                    check_memory(out.tell() + out.tell() // 8 + 2 * _CHUNK * 16,
+                    # twice the size, checked only past 4 MiB, let a small file's read peak 2 MB over its checks),
+                    # and the decoder's C buffers (bzip2's 3.7 MB were not counted: read_memory_more.md)
+                    check_memory(out.tell() + out.tell() // 8 + 2 * _CHUNK * 16
+                                 + decoder_bytes(self.compression, head, out.tell()),
                                  what=f"{self.display}: decompressed data", limit=limit)
                 self._digest = raw.hexdigest()
         except _CODEC_ERRORS as exc:
