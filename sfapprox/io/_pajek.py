@@ -14,9 +14,9 @@ lines are refused (a misspelt ``*Edge`` would otherwise leave its edges out).
 Long sections of plain numbers (``i j [w]`` lines, a ``*Matrix``'s rows, the ids of vertex lines, the
 ids of ``*Arcslist`` / ``*Edgeslist`` lines) are read in bulk (numpy); a section holding anything else
 (comments, attributes, labels, relation prefixes, decimal commas, a blank line between data lines, a bad
-number) is read line by line, which reads it as it always did and names the line of an error (an edge or
-list section: only its chunks of about :data:`_CHUNK_CHARS` characters that hold such a line; a ``*Matrix``: all
-of it).
+number) is read line by line, which reads it as it always did and names the line of an error (only the
+section's chunks of about :data:`_CHUNK_CHARS` characters, :data:`_MATRIX_CHUNK_CHARS` for a ``*Matrix``, that
+hold such a line).
 
 Weights are never guessed: a decimal comma (``0,25``, written by some
 locales) is read as a decimal point when that is the only reading, a token
@@ -64,6 +64,13 @@ _BULK_MIN_CHARS = 4096
 _PLAIN_CHARS = b"0123456789 \t\n.eE+-"
 #: A section read in bulk is read this many characters at a time (about as many bytes of arrays).
 _CHUNK_CHARS = 1 << 23
+#: A ``*Matrix`` section is read this many characters at a time: a chunk's table is up to 4 bytes a
+#: character (``0 1 0``: 8 bytes a value of 2 characters), and its values' array is the section's own.
+_MATRIX_CHUNK_CHARS = 1 << 20
+#: Peak bytes a character of a ``*Matrix`` section's chunk takes while it is read (its text, bytes, table
+#: and what ``np.loadtxt`` grows it in), beside the values' array: ~10 measured for ``0 1 0`` rows
+#: (benchmarks/results/read_memory_more.md).
+_MATRIX_CHUNK_COST = 16
 _BLANKS = re.compile(r"[ \t\n]*")
 #: The characters of a plain list section (:func:`_list_columns`): vertex ids, blanks and line ends only.
 _LIST_CHARS = b"0123456789 \t\n"
@@ -125,10 +132,12 @@ def _table_dtype(first_line: bytes, matrix: bool) -> np.dtype | None:
     return np.dtype([("i", np.int64), ("j", np.int64), ("w", np.float64)][:width]) if width in (2, 3) else None
 
 
-def _chunks(text: str, start: int, stop: int):
-    """``text[start:stop]`` as (start, end) spans of whole lines, about :data:`_CHUNK_CHARS` characters each."""
+def _chunks(text: str, start: int, stop: int, size: int | None = None):
+    """``text[start:stop]`` as (start, end) spans of whole lines, about ``size`` characters each
+    (:data:`_CHUNK_CHARS` if None)."""
+    size = _CHUNK_CHARS if size is None else size
     while start < stop:
-        end = text.find("\n", min(start + _CHUNK_CHARS, stop), stop)
+        end = text.find("\n", min(start + size, stop), stop)
         end = stop if end < 0 else end + 1
         yield start, end
         start = end
@@ -159,10 +168,12 @@ def _plain_table(data: bytes, matrix: bool) -> np.ndarray | None:
     return table
 
 
-def _matrix_values(table: np.ndarray) -> np.ndarray | None:
-    """A matrix table's values, row by row, if all are finite (else None: the slow path names the line)."""
-    values = table.ravel()
-    return values if np.isfinite(values).all() else None
+def _matrix_values(data: bytes) -> np.ndarray | None:
+    """The values of ``*Matrix`` lines ``data``, row by row, if they are a plain table (:func:`_plain_table`)
+    of finite numbers (else None: the slow path names the line)."""
+    table = _plain_table(data, True)
+    values = None if table is None else table.ravel()
+    return values if values is not None and np.isfinite(values).all() else None
 
 
 def _edge_columns(table: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -238,11 +249,22 @@ def _vertex_ids_fit(body: str, n: int) -> bool:
 
 @dataclass
 class _MatrixBlock:
-    """One ``*Matrix`` section: its relation, values (row by row) and first line."""
+    """One ``*Matrix`` section: its relation, first line and values (row by row), written into one array
+    of the matrix's size as they are read (a list of floats took 32 bytes a value, the pieces read in bulk
+    were joined in a second array); ``count``: the values read, stored or not (more than the array holds
+    are counted, for the error that names the count)."""
 
     relation: int | None
     line_no: int
-    values: list[float] = field(default_factory=list)
+    values: np.ndarray
+    count: int = 0
+
+    def add(self, values) -> None:
+        """Store ``values`` (an array, or a line's list of floats) after those read before."""
+        end = self.count + len(values)
+        if end <= len(self.values):
+            self.values[self.count:end] = values
+        self.count = end
 
 
 @dataclass
@@ -390,6 +412,7 @@ class _Parser:
         self.slow_lines = 0  # lines read one by one so far, and their bytes over the bulk's (:meth:`_check_slow`)
         self.slow = 0
         self.list_edges = 0  # arcs and edges of list lines beyond one a line (:meth:`_check_lists`)
+        self.matrix_bytes = 0  # the *Matrix sections' arrays and the reading of a chunk (:meth:`_start_matrix`)
         self.checked: int | None = None  # the peak read_text checked (:func:`parse_cost`)
 
     @property
@@ -481,20 +504,21 @@ class _Parser:
                      what=f"{self.src.display}: parsing list lines that hold {self.list_edges:,} arcs or edges beyond one a line")
 
     def _estimate(self) -> int:
-        """The peak the file's read is checked for so far: read_text's, and what lines read one by one
-        and list lines of several arcs or edges add."""
+        """The peak the file's read is checked for so far: read_text's, and what lines read one by one,
+        list lines of several arcs or edges and ``*Matrix`` sections add."""
         if self.checked is None:  # what read_text checked, once (a count of the file's lines)
             data = self.src.read_bytes()
             self.checked = parse_cost(data, data.count(b"\n") + 1)
-        return self.checked + self.slow + _LINE_COST * self.list_edges
+        return self.checked + self.slow + _LINE_COST * self.list_edges + self.matrix_bytes
 
-    def _by_chunks(self, text: str, start: int, stop: int, first_line: int, parse, add) -> None:
+    def _by_chunks(self, text: str, start: int, stop: int, first_line: int, parse, add,
+                   size: int | None = None) -> None:
         """Read the lines ``text[start:stop]`` of an edge or list section a chunk of :func:`_chunks` at a time:
         in bulk where ``parse`` (of the chunk's bytes) gives its columns, stored by ``add(chunk, columns,
         first_line)``; else line by line (comments, attributes, relation prefixes, a bad line: :meth:`_lines`
-        names the line of an error).  The chunks are read in file order, so the arcs and edges are stored as
-        the line reader stores them."""
-        for begin, end in _chunks(text, start, stop):
+        names the line of an error).  The chunks (of ``size`` characters, :func:`_chunks`) are read in file
+        order, so the arcs, edges and values are stored as the line reader stores them."""
+        for begin, end in _chunks(text, start, stop, size):
             chunk = text[begin:end]
             columns = parse(_ascii(chunk))
             if columns is None:
@@ -520,14 +544,16 @@ class _Parser:
         """Read a section of ``i j [w]`` lines a chunk of :func:`_chunks` at a time: in bulk where the chunk
         holds plain numbers only, ids in range and finite weights, else line by line (comments, attributes,
         relation prefixes, a bad line: :meth:`_lines` names the line of an error), in file order, so the
-        arcs and edges are stored as the line reader stores them; a ``*Matrix`` section in bulk or not at
-        all.  False, with nothing read, where :meth:`_lines` reads the whole section."""
+        arcs, edges and a ``*Matrix``'s values are stored as the line reader stores them.  False, with
+        nothing read, where :meth:`_lines` reads the whole section (a blank one)."""
         span = _data_span(text, start, end)
         if span is None:
             return False
         first_line += text.count("\n", start, span[0])
         if self.state == "matrix":
-            return self._bulk_matrix(text, span)
+            self._by_chunks(text, *span, first_line, _matrix_values,
+                            lambda chunk, values, first: self.net.matrices[-1].add(values), _MATRIX_CHUNK_CHARS)
+            return True
         n = self.net.n
         self._by_chunks(text, *span, first_line, lambda data: _plain_edges(data, n), self._add_edges)
         return True
@@ -538,19 +564,6 @@ class _Parser:
         i, j, w = columns
         self.net.note_relation(self.relation, first_line)
         self.net.add_block(i, j, w, self.state == "edges", np.arange(first_line, first_line + len(i)), self.relation)
-
-    def _bulk_matrix(self, text: str, span: tuple[int, int]) -> bool:
-        """A ``*Matrix`` section's rows in bulk, a chunk at a time; False, with nothing read, at the first
-        chunk that is no plain table of finite numbers."""
-        pieces = []
-        for begin, end in _chunks(text, *span):
-            table = _plain_table(_ascii(text[begin:end]), True)
-            values = None if table is None else _matrix_values(table)
-            if values is None:
-                return False
-            pieces.append(values)
-        self.net.matrices[-1].values = np.concatenate(pieces)
-        return True
 
     # -- keywords ------------------------------------------------------------
     def _keyword(self, s: str, line_no: int) -> None:
@@ -633,10 +646,14 @@ class _Parser:
         return int(number)
 
     def _start_matrix(self, line_no: int) -> None:
+        """Check the read with the section's array beside what it holds (:meth:`_estimate`: the file's bytes
+        and text, the arrays of the sections before) and a chunk's reading, then allocate the array."""
         net = self.net
         rows, cols = (net.n, net.n) if net.n1 is None else (net.n1, net.n - net.n1)
-        check_memory(8 * rows * cols * (len(net.matrices) + 1),
-                     what=f"{self.src.display}: *Matrix {rows:,} x {cols:,}", limit=self.opts.max_memory)
+        chunk = min(_MATRIX_CHUNK_CHARS, len(self.src.read_bytes()))  # (a small file's section is one chunk)
+        self.matrix_bytes += 8 * rows * cols + _MATRIX_CHUNK_COST * chunk
+        check_memory(self._estimate(), what=f"{self.src.display}: *Matrix {rows:,} x {cols:,} (with the file's text)",
+                     limit=self.opts.max_memory)
         for block in net.matrices:
             if block.relation == self.relation:
                 which = "without a relation number" if self.relation is None else f"for relation {self.relation}"
@@ -645,7 +662,7 @@ class _Parser:
                     "number the relations: '*Matrix :1', '*Matrix :2', ...",
                 )
         net.note_relation(self.relation, line_no)
-        net.matrices.append(_MatrixBlock(self.relation, line_no))
+        net.matrices.append(_MatrixBlock(self.relation, line_no, np.empty(rows * cols)))
 
     # -- data lines ----------------------------------------------------------
     def _number(self, token: str, line_no: int, what: str) -> float | None:
@@ -735,12 +752,13 @@ class _Parser:
             self.list_edges += int(count > 0)  # (parse_cost counts one a line)
 
     def _matrix_line(self, s: str, line_no: int) -> None:
-        block = self.net.matrices[-1]
+        values = []
         for t in s.split():
             value = self._number(t, line_no, "*Matrix value")
             if value is None:
                 raise self.src.fail(f"line {line_no}: *Matrix value {t[:60]!r} is not a finite number")
-            block.values.append(value)
+            values.append(value)
+        self.net.matrices[-1].add(values)
 
 
 # ---------------------------------------------------------------------------
@@ -783,19 +801,31 @@ def _select_relation(src: Source, net: _Network, relation: int | None, notes: li
 
 
 def _matrix_sum(src: Source, net: _Network, rows: int, cols: int) -> np.ndarray | None:
-    """The sum of the network's ``*Matrix`` sections (one per relation), or None."""
-    if not net.matrices:
-        return None
-    check_memory(8 * rows * cols * 2, what=f"{src.display}: *Matrix {rows:,} x {cols:,}", limit=src.max_memory)
-    total = np.zeros((rows, cols))
+    """The sum of the network's ``*Matrix`` sections (one per relation), or None.
+
+    The first section's array is the sum (the others added into it in place: nothing allocated beside the
+    arrays :meth:`_Parser._start_matrix` checked)."""
+    total = None
     for block in net.matrices:
-        if len(block.values) != rows * cols:
+        if block.count != rows * cols:
             raise src.fail(
-                f"line {block.line_no}: *Matrix section holds {counted(len(block.values), 'value')}, "
+                f"line {block.line_no}: *Matrix section holds {counted(block.count, 'value')}, "
                 f"expected {rows:,} x {cols:,} = {rows * cols:,}"
             )
-        total += np.asarray(block.values).reshape(rows, cols)
+        values = block.values[:block.count].reshape(rows, cols)
+        if total is None:
+            total = values
+        else:
+            total += values
     return total
+
+
+def _plus_sparse(dense: np.ndarray, A: sp.csr_array) -> np.ndarray:
+    """``dense + A`` written into ``dense`` (``A`` with its repeated entries summed: one value a position),
+    as ``A.toarray() + dense`` sums it without its two dense copies."""
+    coo = A.tocoo()
+    dense[coo.row, coo.col] += coo.data
+    return dense
 
 
 def _ids_from_zero(ids: np.ndarray, more: np.ndarray) -> np.ndarray:
@@ -817,7 +847,7 @@ def _adjacency(src: Source, net: _Network) -> sp.csr_array | np.ndarray:
     A = sp.csr_array((vals, (rows, cols)), shape=(n, n))
     A.sum_duplicates()
     dense = _matrix_sum(src, net, n, n)
-    return A if dense is None else A.toarray() + dense
+    return A if dense is None else _plus_sparse(dense, A)
 
 
 def _infer_split(net: _Network) -> int | None:
@@ -842,10 +872,14 @@ def _bipartite_block(src: Source, net: _Network, n1: int) -> sp.csr_array | np.n
             f"line {net.line_of[k]}: in a 2-mode network every line must join a row vertex (1..{n1}) "
             f"and a column vertex ({n1 + 1}..{net.n}), got {i[k]} {j[k]}"
         )
-    B = sp.csr_array((np.asarray(net.weight, dtype=np.float64), (lo - 1, hi - 1 - n1)), shape=(n1, n2))
+    del bad
+    lo -= 1  # in place: the 0-based row and column indices (two copies less a line at the peak)
+    hi -= 1 + n1
+    B = sp.csr_array((np.asarray(net.weight, dtype=np.float64), (lo, hi)), shape=(n1, n2))
+    del lo, hi
     B.sum_duplicates()
     dense = _matrix_sum(src, net, n1, n2)
-    return B if dense is None else B.toarray() + dense
+    return B if dense is None else _plus_sparse(dense, B)
 
 
 def _check_projection_memory(src: Source, B, mode: str, limit: int | None) -> None:
