@@ -317,8 +317,8 @@ def main() -> None:
     else:
         out = file_rows(args, args.cases, make, measure)
     mb = 1e6
-    lines = file_rows_heading("Peak memory of the compressed, covariance and LIBSVM line-by-line reads against their "
-                              "checks", out, "MB = 10^6 bytes; file MB as stored, compressed where it is")
+    lines = file_rows_heading("Peak memory of the reads text_memory left out (compressed, covariance, LIBSVM line by "
+                              "line, .npz, Pajek) against their checks", out, "MB = 10^6 bytes; file MB as stored, compressed where it is")
     lines += ["| case | file | file MB | traced peak MB | RSS growth MB | maxrss growth MB | checked MB | "
               "checked / traced | checked / RSS | largest check |", "|" + "---|" * 10]
     for r in out["rows"]:
