@@ -339,6 +339,22 @@ def test_an_empty_value_is_refused_never_read_as_the_current_folder(matrix, tmp_
     assert "(an unset shell variable?)" in done.stderr
 
 
+@pytest.mark.parametrize("args, command", [
+    (["sweep", "{matrix}", "--budgets="], "sweep"),
+    (["--debug", "compare", "{matrix}", "--plot", ""], "compare"),
+    (["datasets", "verify", "paper-table1", "--data-dir="], "datasets verify"),
+    (["datasets", "list", ""], "datasets list"),
+    ([""], ""),
+])
+def test_an_empty_value_names_the_help_of_its_command(matrix, tmp_path, args, command):
+    """The refusal of an empty value named the group's help ("see 'sfapprox --help'"), which lists no
+    ``--budgets`` or ``--data-dir``: it names the command's, as click's own usage errors do."""
+    done = subprocess.run([sys.executable, "-m", "sfapprox", *[a.format(matrix=matrix) for a in args]],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 2 and "(an unset shell variable?)" in done.stderr
+    assert done.stderr.rstrip().endswith(f"sfapprox{' ' * bool(command)}{command} --help')"), done.stderr
+
+
 @pytest.mark.parametrize("columns", [40, 30])
 def test_a_narrow_window_cuts_the_labels_never_the_numbers(matrix, tmp_path, columns):
     """At 40 columns the progress line read "it 7… error 6…" at iteration 7,429; now the label and the

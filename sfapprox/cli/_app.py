@@ -349,8 +349,24 @@ class HelpGroup(TyperGroup):
                 option = args[i - 1]  # (after a flag such as --quiet, it is an argument of its own)
             if option or arg == "":
                 what = f"{option}: an empty value" if option else f"an empty argument after {' '.join(args[:i]) or 'sfapprox'}"
-                raise _USAGE_ERROR(f"{what} (an unset shell variable?); give it a value", ctx)
+                raise _USAGE_ERROR(f"{what} (an unset shell variable?); give it a value",
+                                   self._named_context(ctx, args[:i]))
         return super().parse_args(ctx, args)
+
+    def _named_context(self, ctx, args: list[str]):
+        """The context of the command ``args`` name (``sweep``, ``datasets list``), unparsed: a usage error
+        raised here, before click reaches it, says where *its* help is ("see 'sfapprox sweep --help'", not
+        the group's, which does not list ``--budgets``)."""
+        command = self
+        for arg in args:
+            sub = command.get_command(ctx, arg) if hasattr(command, "get_command") and not arg.startswith("-") \
+                else None
+            if sub is None:
+                if not arg.startswith("-"):  # the first word that names no command: the command's own arguments
+                    break
+                continue  # a group's own flag (--debug)
+            ctx, command = sub.context_class(sub, info_name=arg, parent=ctx), sub
+        return ctx
 
     def make_context(self, *args: Any, **kwargs: Any):
         """click's context, made from the arguments; a stop while they are read is said (typer's own handling
