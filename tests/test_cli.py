@@ -747,6 +747,19 @@ def test_null_takes_several_outputs_and_a_dash_out_is_standard_output(tmp_path, 
     assert not (tmp_path / "-").exists()  # a file named "-" before
 
 
+def test_factors_sent_to_standard_output_are_not_said_written_to_a_path(tmp_path, small_mtx):
+    """``fit --out -`` said "wrote /dev/stdout", a path never typed; standard output is not said (as
+    ``compare --json -`` does not), while a --json file beside it still is."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "sfapprox", "fit", str(small_mtx), "--iters", "5", "--device", "cpu",
+                           "--out", "-", "--json", "fit.json"], capture_output=True, cwd=tmp_path, timeout=120)
+    said = done.stderr.decode()
+    assert done.returncode == 0 and done.stdout.startswith(b"\x89HDF"), said
+    assert "/dev/stdout" not in said and "wrote fit.json" in said, said
+
+
 def test_a_huge_factor_count_is_refused_at_once_and_a_structure_over_n2_is_said(small_mtx):
     # --factors 1000000 spun in the support check (one pass per factor) and was never refused
     res = invoke("fit", small_mtx, "--iters", "2", "--device", "cpu", "--factors", "1000000", "--max-memory", "2G")

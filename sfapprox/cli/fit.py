@@ -72,7 +72,8 @@ def fit(
                                      "(or drop --budget)")
         if checkpoint_every is not None and out_path is None:
             raise ParameterError("--checkpoint-every writes the factors to --out FILE; give --out too")
-        if out_path is not None and str(out_path) == "-":  # standard output, as for --json (a file named "-" before)
+        out_dash = out_path is not None and str(out_path) == "-"
+        if out_dash:  # standard output, as for --json (a file named "-" before)
             if sys.stdout.isatty():
                 raise ParameterError("--out -: the factors file (HDF5, binary) would go to the terminal; redirect "
                                      "standard output (> fit.h5) or give a file name")
@@ -146,7 +147,8 @@ def fit(
         # (an OutputError's path is a Path; standard output's failure has none)
         failed = {os.path.abspath(exc.path) for exc in failures
                   if isinstance(getattr(exc, "path", None), (str, os.PathLike))}
-        for written in (p for p in (out_path, None if to_stdout else json_path) if p is not None):
+        # standard output ('-') is not said, as compare's '-' is not ("wrote /dev/stdout" named a path never typed)
+        for written in (p for p in (None if out_dash else out_path, None if to_stdout else json_path) if p is not None):
             if os.path.abspath(written) not in failed:
                 note(f"wrote {written}")
         _advise(summary, settings, loaded.n)
