@@ -309,6 +309,10 @@ def test_key_value_values_wrap_in_a_narrow_window_never_cut():
     (["methods", "extra"], r"error: Got unexpected extra argument(\(s\))? \(extra\) \(see '"),
     (["fitt"], re.escape("error: No such command 'fitt'.")),
     (["fit"], r"error: Missing argument '(path|PATH)'\. \(see '"),
+    # click's parser raises these without a context: they named no help
+    (["compare", "{matrix}", "--methods"], re.escape("error: Option '--methods' requires an argument. (see '")),
+    (["datasets", "list", "--data-dir"], re.escape("error: Option '--data-dir' requires an argument. (see '")),
+    (["fit", "{matrix}", "--quiet=yes"], re.escape("error: Option '--quiet' does not take a value. (see '")),
 ])
 def test_a_usage_error_is_one_line(matrix, args, message):
     """A bad option or argument is one line and exit code 2, as every other error (it was a boxed

@@ -283,6 +283,18 @@ def option_items(params, args: list[str]) -> Iterator[OptionItem]:
             i += len(words)
 
 
+def _parsed(parse: Callable, command, ctx, args: list[str]) -> list[str]:
+    """``command``'s ``parse(ctx, args)``, its repeats refused (:func:`refuse_repeats`); a usage error raised
+    without a context ("Option '--methods' requires an argument.", click's parser gives it none) gets the
+    command's, so that it says where the command's help is, as its other usage errors do."""
+    try:
+        return parse(ctx, refuse_repeats(command, ctx, args))
+    except _USAGE_ERROR as exc:
+        if exc.ctx is None:
+            exc.ctx = ctx
+        raise
+
+
 def refuse_repeats(command, ctx, args: list[str]) -> list[str]:
     """``args`` of ``command``, refused where an option that takes one value is given twice with two
     values: click keeps the last silently, so ``--csv a.csv --csv b.csv`` wrote b.csv alone and
@@ -332,7 +344,7 @@ class HelpGroup(TyperGroup):
                     param._usage_display_name = functools.partial(usage_name, param)
             if not getattr(command, "_repeats_refused", False):  # (commands are made once; wrapped once)
                 parse = command.parse_args
-                command.parse_args = lambda ctx_, args: parse(ctx_, refuse_repeats(command, ctx_, args))
+                command.parse_args = functools.partial(_parsed, parse, command)
                 command._repeats_refused = True
         return command
 
