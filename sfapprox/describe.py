@@ -17,7 +17,8 @@ from ._validation import format_bytes, memory_limit
 from .budget import sf_count, sf_structure, sparse_count, tsvd_count, tsvd_rank_for_budget
 from .comparison import MatrixInput, as_loaded_matrix, formable, formed_need, opened_input, recipe_text
 from .factors import load_factors
-from .formats import Column, OutputFormat, ShownAsTables, Table, counted, fact_text, printable, render_html, shape_text
+from .formats import (Column, OutputFormat, ShownAsTables, Table, counted, fact_text, fmt_seconds, printable, render_html,
+                      shape_text)
 from .sources import MatrixSource, as_source
 
 __all__ = ["MatrixDescription", "describe", "describe_factors", "describe_weights", "describe_methods",
@@ -95,6 +96,9 @@ def _repeats_facts(table: Table, facts: list[tuple[str, Any]]) -> bool:
 
 #: How a matrix property a method needs (:attr:`~sfapprox._base.MethodSpec.needs`) reads in a sentence.
 _FACT_WORDS = {"nonnegative": "non-negative", "psd": "positive semi-definite"}
+
+#: A saved fit's record keys that are seconds: shown as every table shows seconds (:func:`fmt_seconds`).
+_SECONDS = ("seconds", "fit_seconds")
 
 
 def describe(matrix: MatrixInput, *, count_indices: bool = COUNT_INDICES,
@@ -466,7 +470,10 @@ def describe_factors(path) -> MatrixDescription:
                        # the fit's whole turn above, the estimator's own clock here (files since fit_seconds)
                        ("fit_seconds", "fit seconds")):
         if fit.get(key) is not None:
-            facts.append((label, f"{fit[key]:.6g}" if isinstance(fit[key], float) else fit[key]))
+            # seconds as fit's table and compare's show them (two decimals: "3.64", where this said "3.64137")
+            shown = fmt_seconds(fit[key]) if key in _SECONDS else f"{fit[key]:.6g}" if isinstance(fit[key], float) \
+                else fit[key]
+            facts.append((label, shown))
             if isinstance(fit[key], float):
                 numbers[label] = fit[key]
             if key == "iterations" and _count(fit[key]) is not None and \

@@ -561,11 +561,23 @@ def test_info_of_a_saved_fit_gives_its_fit_seconds_beside_its_whole_turns_where_
     save_factors(tmp_path / "new.h5", op, fit={"seconds": 5.9, "fit_seconds": 1.76, "iterations": 10})
     save_factors(tmp_path / "old.h5", op, fit={"seconds": 1.76, "iterations": 10})
     facts = dict(describe_factors(tmp_path / "new.h5").facts)
-    assert (facts["seconds"], facts["fit seconds"]) == ("5.9", "1.76")
+    assert (facts["seconds"], facts["fit seconds"]) == ("5.90", "1.76")
     labels = [label for label, _ in describe_factors(tmp_path / "new.h5").facts]
     assert labels.index("fit seconds") == labels.index("seconds") + 1  # beside it
     old = dict(describe_factors(tmp_path / "old.h5").facts)
     assert old["seconds"] == "1.76" and "fit seconds" not in old
+
+
+def test_a_saved_fit_s_seconds_are_shown_as_fit_and_compare_show_them(tmp_path):
+    """info showed a saved fit's seconds to 6 digits ("3.64137", "0.00659834") where fit's table and compare's
+    had said "3.64" and "0.01" of the same fit: two decimals, as every table gives seconds."""
+    from sfapprox import ChordOperator, save_factors
+    from sfapprox.describe import describe_factors
+
+    save_factors(tmp_path / "f.h5", ChordOperator(np.full((3, 8, 4), 0.25)),
+                 fit={"seconds": 3.641366078, "fit_seconds": 0.006598342, "iterations": 10})
+    facts = dict(describe_factors(tmp_path / "f.h5").facts)
+    assert (facts["seconds"], facts["fit seconds"]) == ("3.64", "0.01")
 
 
 def test_a_linear_operator_is_described_from_its_products_as_compare_reads_it():
