@@ -972,6 +972,23 @@ def test_datasets_fetch_s_lines_wrap_at_spaces_in_a_narrow_window(tmp_path):
     assert all(cell_len(line) <= 40 or _one_piece(line) for line in lines), lines
 
 
+@pytest.mark.parametrize("width", range(24, 61))
+def test_a_wrapped_message_keeps_each_number_beside_its_unit(width):
+    """At 40 columns "ran past the time limit: rpca 8.73" ended a line and "s of 5 s" began the next: a
+    figure read without its unit, and a unit read as a word.  A number and its unit now wrap as one."""
+    from rich.text import Text
+
+    from sfapprox.cli._render import at_spaces
+
+    said = ("note: ran past the time limit: rpca 8.73 s of 5 s (3.68 s of them outside its fit); "
+            "pts3000: not formed (68.7 MiB dense), scored in 0.8 s; 12 ms a step")
+    lines = at_spaces(Text(said), width).plain.splitlines()
+    assert " ".join(lines) == said
+    assert all(cell_len(line) <= width for line in lines), lines
+    assert not any(re.search(r"\d$", line) for line in lines[:-1]), lines  # no number left without its unit
+    assert not any(re.match(r"(s|ms|MiB)\b", line) for line in lines), lines
+
+
 @pytest.mark.parametrize("columns", [100, 60])
 def test_a_stage_without_iterations_shows_its_name_and_time_not_it_0(monkeypatch, columns):
     """compare's scoring (and a method before its first iteration) showed "it 0 error –", numbers that

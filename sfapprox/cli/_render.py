@@ -87,19 +87,26 @@ def one_line() -> bool:
     return not on_terminal(err)
 
 
+#: A word of a message, as :func:`at_spaces` breaks it: a number and its unit are one ("8.73 s", "68.7 MiB":
+#: "rpca 8.73" at a line's end and "s of 5 s" under it read as two figures), any other run of non-blanks one.
+_WORD = re.compile(r"[(\[]?\d[\d,.]*\s(?:ms|s|[KMGT]i?B|B)(?!\w)\S*\s*|\S+\s*")
+
+
 def at_spaces(text: Text, width: int) -> Text:
     """``text`` broken at spaces into lines of at most ``width`` cells, each line's trailing spaces dropped;
-    a word wider than ``width`` (a path) has a line of its own, whole.
+    a word wider than ``width`` (a path) has a line of its own, whole; a number stays beside its unit.
 
     Examples
     --------
     >>> at_spaces(Text("wrote /a/rather/long/path.json and more"), 12).plain
     'wrote\\n/a/rather/long/path.json\\nand more'
+    >>> at_spaces(Text("rpca ran 8.73 s of 5 s"), 13).plain
+    'rpca ran\\n8.73 s of 5 s'
     """
     lines: list[Text] = []
     for line in text.split("\n", allow_blank=True):
         starts, used = [], 0
-        for word in re.finditer(r"\S+\s*", line.plain):
+        for word in _WORD.finditer(line.plain):
             size = cell_len(word.group().rstrip())
             if used and used + size > width:
                 starts.append(word.start())
