@@ -22,10 +22,13 @@ import re
 import sys
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # (their home is the stdlib-only _shell, which _errors.parameter quotes with: here they stay formats' own)
 from ._shell import _ESCAPED, _raw_bytes, printable, shell_quote
+
+if TYPE_CHECKING:  # (rich is imported where a terminal's text is made: the file writers need none)
+    from rich.text import Text
 
 __all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "render_html", "render_frame",
            "ShownAsTables", "fmt_number", "fmt_seconds", "limit_text", "fact_text", "counted", "count_text", "listed", "shape_text", "shape_phrase", "jsonable", "json_text", "RAW_BYTES_SUFFIX", "PLOT_SUFFIXES",
@@ -1241,6 +1244,41 @@ def layout(table: Table, width: int | None) -> Layout:
     return Layout(parts, widths, False, hidden)
 
 
+#: A word of a message, as :func:`at_spaces` breaks it: a number and its unit are one ("8.73 s", "68.7 MiB":
+#: "rpca 8.73" at a line's end and "s of 5 s" under it read as two figures), any other run of non-blanks one.
+_WORD = re.compile(r"[(\[]?\d[\d,.]*\s(?:ms|s|[KMGT]i?B|B)(?!\w)\S*\s*|\S+\s*")
+
+
+def at_spaces(text: Text, width: int) -> Text:
+    """``text`` broken at spaces into lines of at most ``width`` cells, each line's trailing spaces dropped;
+    a word wider than ``width`` (a path) has a line of its own, whole; a number stays beside its unit.
+
+    Examples
+    --------
+    >>> from rich.text import Text
+    >>> at_spaces(Text("wrote /a/rather/long/path.json and more"), 12).plain
+    'wrote\\n/a/rather/long/path.json\\nand more'
+    >>> at_spaces(Text("rpca ran 8.73 s of 5 s"), 13).plain
+    'rpca ran\\n8.73 s of 5 s'
+    """
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    lines: list[Text] = []
+    for line in text.split("\n", allow_blank=True):
+        starts, used = [], 0
+        for word in _WORD.finditer(line.plain):
+            size = cell_len(word.group().rstrip())
+            if used and used + size > width:
+                starts.append(word.start())
+                used = 0
+            used += cell_len(word.group())
+        for piece in line.divide(starts):
+            piece.rstrip()
+            lines.append(piece)
+    return Text("\n").join(lines)
+
+
 def render_rich(tables: list[Table], width: int | None = None, *, capped: bool = True) -> list[Any]:
     """Rich tables for a terminal ``width`` characters wide (None: as wide as their content).
 
@@ -1307,7 +1345,8 @@ def render_rich(tables: list[Table], width: int | None = None, *, capped: bool =
         if plan.hidden:
             notes.append(f"(left out to fit the window: {', '.join(plan.hidden)}; a wider window, "
                          "--json or --csv shows every column)")
-        out.extend(Text(printable(n)) for n in notes)
+        # broken as the messages on stderr are (a number beside its unit), where a window bounds them
+        out.extend(Text(printable(n)) if width is None else at_spaces(Text(printable(n)), width) for n in notes)
     return out
 
 

@@ -160,6 +160,25 @@ def test_a_terminal_shows_the_rows_a_table_names_and_the_files_keep_every_row():
     assert "listed: 2 of 300" not in [str(item) for item in piped if not isinstance(item, RichTable)]
 
 
+@pytest.mark.parametrize("width", range(24, 61))
+def test_a_table_s_notes_keep_each_number_beside_its_unit(width):
+    """A table's notes were wrapped by rich at any space: at 40 columns "ran past the time limit: rpca 8.73"
+    ended a line and "s of 5 s" began the next.  They break as the messages on stderr do (at_spaces)."""
+    from rich.console import Console
+
+    t = Table("t", [Column("m", "method", "left")])
+    t.add({"m": "sf"})
+    said = ("note: ran past the time limit: rpca 8.73 s of 5 s (3.68 s of them outside its fit); "
+            "pts3000: not formed (68.7 MiB dense), scored in 0.8 s")
+    t.notes.append(said)
+    console = Console(width=width, record=True, color_system=None)
+    for item in render_rich([t], width)[2:]:
+        console.print(item)
+    lines = [line.rstrip() for line in console.export_text().splitlines()]
+    assert " ".join(lines) == said, lines
+    assert not any(re.search(r"\d$", line) for line in lines[:-1]), lines  # no number left without its unit
+
+
 # ----------------------------------------------------------------------------- fitting a window
 def wide_table(methods: int = 4) -> Table:
     """A comparison-like table: a name column, numbers, optional columns and free text."""

@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import errno
 import os
-import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -31,8 +30,8 @@ from rich.table import Table as RichTable
 from .._display import _ElapsedColumn, draws_bar, elapsed_text, fit_display, on_terminal, quiet_update
 from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
-from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_commands, ascii_table, encodes_glyphs, limit_text, printable,
-                       render_rich, shell_quote, to_ascii)
+from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_commands, ascii_table, at_spaces, encodes_glyphs, limit_text,
+                       printable, render_rich, shell_quote, to_ascii)
 
 
 #: Width of a console that writes to a pipe or a file: tables there are as wide as their content.
@@ -85,37 +84,6 @@ err = _console(stderr=True)
 def one_line() -> bool:
     """Messages on stderr stay one line each in a pipe or a log; in a terminal they wrap at words."""
     return not on_terminal(err)
-
-
-#: A word of a message, as :func:`at_spaces` breaks it: a number and its unit are one ("8.73 s", "68.7 MiB":
-#: "rpca 8.73" at a line's end and "s of 5 s" under it read as two figures), any other run of non-blanks one.
-_WORD = re.compile(r"[(\[]?\d[\d,.]*\s(?:ms|s|[KMGT]i?B|B)(?!\w)\S*\s*|\S+\s*")
-
-
-def at_spaces(text: Text, width: int) -> Text:
-    """``text`` broken at spaces into lines of at most ``width`` cells, each line's trailing spaces dropped;
-    a word wider than ``width`` (a path) has a line of its own, whole; a number stays beside its unit.
-
-    Examples
-    --------
-    >>> at_spaces(Text("wrote /a/rather/long/path.json and more"), 12).plain
-    'wrote\\n/a/rather/long/path.json\\nand more'
-    >>> at_spaces(Text("rpca ran 8.73 s of 5 s"), 13).plain
-    'rpca ran\\n8.73 s of 5 s'
-    """
-    lines: list[Text] = []
-    for line in text.split("\n", allow_blank=True):
-        starts, used = [], 0
-        for word in _WORD.finditer(line.plain):
-            size = cell_len(word.group().rstrip())
-            if used and used + size > width:
-                starts.append(word.start())
-                used = 0
-            used += cell_len(word.group())
-        for piece in line.divide(starts):
-            piece.rstrip()
-            lines.append(piece)
-    return Text("\n").join(lines)
 
 
 def say(markup: str) -> None:
