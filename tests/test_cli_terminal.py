@@ -205,6 +205,21 @@ def test_info_keeps_a_path_and_a_digest_whole_on_one_line(columns):
     assert "1,920" in text and "mesh_small" in text  # (the tables after it)
 
 
+def test_info_at_80_columns_keeps_its_keys_on_one_line_and_the_digest_under_the_table():
+    """At 80 columns the key column narrowed to 9 cells so that the sha256 sat beside it: "TSVD rank at that
+    budget" on 3 lines, and 5 other keys on 2, a table 10 lines longer than with the digest under it."""
+    import hashlib
+
+    path = "examples/mesh_small.mtx"
+    digest = hashlib.sha256((ROOT / path).read_bytes()).hexdigest()
+    code, screen = run_in_terminal(["info", path], columns=80, timeout=60)
+    lines = plain(screen).splitlines()
+    assert code == 0, lines
+    for key in ("TSVD rank at that budget", "SF stored numbers N·K·M", "SF offsets (K)", "stored entries"):
+        assert any(f"│ {key} " in line for line in lines), (key, lines)  # whole, on one line
+    assert "  " + digest in lines and any("│ sha256 " in line and "see below" in line for line in lines), lines
+
+
 def test_piped_tables_are_as_wide_as_their_content(matrix):
     done = subprocess.run([sys.executable, "-m", "sfapprox", "methods"], capture_output=True, text=True, cwd=ROOT,
                           env={k: v for k, v in os.environ.items() if k != "COLUMNS"}, timeout=60)

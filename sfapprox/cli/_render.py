@@ -581,8 +581,10 @@ def key_value_layout(rows: list[tuple[str, str]], width: int | None) -> tuple[in
 
     A value's words are never broken inside a cell (at 40 columns ``info`` showed "examples/mesh_sma" /
     "ll.mtx", and a sha256 on four lines, which copy as pieces): the key column, whose words wrap, narrows
-    until the longest word beside it fits; a word wider than any room beside the keys (a digest) is on a
-    line of its own under the table, where the terminal wraps it and a copy of it is whole.
+    so that a value's longest word fits beside it, or that value (a digest) goes on a line of its own under
+    the table, where the terminal wraps it and a copy of it is whole: whichever draws the fewer lines (at 80
+    columns the keys narrowed to 9 cells for a sha256 beside them, "TSVD rank at that budget" on 3 lines
+    and the table 10 lines longer, where the digest under it takes 2).
     """
     keys = [key for key, _ in rows]
     natural = max((cell_len(line) for key, value in rows for line in value.splitlines() or [""]), default=0)
@@ -590,12 +592,25 @@ def key_value_layout(rows: list[tuple[str, str]], width: int | None) -> tuple[in
     if width is None or key_natural + natural + KEY_VALUE_FRAME <= width:
         return None, None, set()
     key_least = max((_longest_word(key) for key in keys), default=0)
-    room = width - KEY_VALUE_FRAME - key_least  # the widest a value column can be
-    below = {n for n, (_, value) in enumerate(rows) if _longest_word(value) > room}
-    need = max([_longest_word(value) for n, (_, value) in enumerate(rows) if n not in below]
-               + [cell_len(SEE_BELOW) if below else 0])
-    key = max(key_least, min(key_natural, width - KEY_VALUE_FRAME - need))
-    return key, max(1, width - KEY_VALUE_FRAME - key), below
+    best: tuple[int, int, set[int]] | None = None
+    for key in range(key_least, max(key_least, key_natural) + 1):
+        room = width - KEY_VALUE_FRAME - key
+        below = {n for n, (_, value) in enumerate(rows) if _longest_word(value) > room}
+        if room < 1 or (below and cell_len(SEE_BELOW) > room):
+            continue
+        # each row as tall as its taller cell; a value under the table: its key's line and its own
+        lines = sum(max(_line_count(name, key), 1 if n in below else _line_count(value, room))
+                    for n, (name, value) in enumerate(rows)) + 2 * len(below)
+        if best is None or lines <= best[0]:  # (a tie: the wider keys)
+            best = (lines, key, below)
+    if best is None:  # a window narrower than the longest key and "see below": the keys at their least
+        return key_least, max(1, width - KEY_VALUE_FRAME - key_least), set(range(len(rows)))
+    return best[1], width - KEY_VALUE_FRAME - best[1], best[2]
+
+
+def _line_count(text: str, width: int) -> int:
+    """How many lines ``text`` takes wrapped at spaces to ``width`` cells (:func:`at_spaces`)."""
+    return max(1, len(at_spaces(Text(text), width).plain.splitlines()))
 
 
 def key_value_table(title: str, rows: list[tuple[str, Any]], *, ascii: bool = False,
