@@ -132,8 +132,12 @@ def fit_progress_columns(width: int, task: Any = None) -> list[Any]:
     whole = dict(no_wrap=True, overflow="ignore")
     narrow = width < NARROW_PROGRESS
     bar = [] if narrow else [BarColumn(table_column=TableColumn(ratio=1))]
-    # the numbers' columns and the gaps take 32; in a narrow window the label and the phase share the rest
-    room = max(4, width - 32)
+    # a stage without iterations ("loading torch", "scoring") has no "it" or error: their columns, empty,
+    # kept 24 blank cells while the phase beside them was cut ("SF mesh loading to…" at 50 columns)
+    counted = not narrow or task is None or task.fields.get("iteration") is not None
+    # the numbers' columns and the gaps take 32 (the time alone 9); in a narrow window the label and the
+    # phase share the rest
+    room = max(4, width - (32 if counted else 9))
     cut = dict(no_wrap=True, overflow="ellipsis", ratio=1)
     phase = str(task.fields.get("phase") or "") if task is not None else ""
     label = Text.from_markup(task.description).cell_len if task is not None else room
@@ -150,10 +154,11 @@ def fit_progress_columns(width: int, task: Any = None) -> list[Any]:
         *([TextColumn("{task.fields[phase]}", table_column=TableColumn(max_width=phase_room, **cut))]
           if shows_phase else [])]
     it_width, error_width, time_width = NUMBER_WIDTHS
+    numbers = [_IterationColumn(table_column=TableColumn(min_width=it_width, **whole)),
+               _ErrorColumn(numbers_room(width), table_column=TableColumn(min_width=error_width, **whole))]
     return [
         *words,
-        _IterationColumn(table_column=TableColumn(min_width=it_width, **whole)),
-        _ErrorColumn(numbers_room(width), table_column=TableColumn(min_width=error_width, **whole)),
+        *(numbers if counted or not words else []),
         _ElapsedColumn(table_column=TableColumn(min_width=time_width, **whole)),
     ]
 

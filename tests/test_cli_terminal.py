@@ -1035,6 +1035,35 @@ def test_a_stage_without_iterations_shows_its_name_and_time_not_it_0(monkeypatch
     assert re.search(r"it 3 +error 0\.5 ", text), text
 
 
+@pytest.mark.parametrize("columns", [40, 50, 60])
+def test_a_phase_before_the_first_iteration_has_the_numbers_room(monkeypatch, columns):
+    """Before SF's first iteration ("loading torch", "loading compiled kernels": seconds on a first run) the
+    empty "it" and error columns kept 24 blank cells: at 40 columns the phase was not shown at all, at 50 it
+    read "SF mesh loading to…".  With no numbers to show, the phase has their room; they come back with
+    the first iteration."""
+    import io
+
+    from rich.console import Console
+
+    from sfapprox import _display
+    from sfapprox.cli import _render
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=columns, color_system=None)
+    monkeypatch.setattr(_render, "err", console)
+    monkeypatch.setattr(_render, "draws_progress", lambda: True, raising=False)  # a StringIO is no terminal
+    redraw = _display._FitProgress.update
+    monkeypatch.setattr(_display._FitProgress, "update", lambda self, *a, **kw: redraw(self, *a, **kw, refresh=True))
+    with _render.fit_progress("SF mesh", 100, False) as update:
+        update.phase("loading torch")
+        update.phase("loading compiled kernels")
+        update({"iteration": 7, "max_iter": 100, "fro_error": 0.25, "elapsed": 1.0})
+    lines = [line.rstrip() for line in plain(console.file.getvalue()).splitlines()]
+    assert any(re.search(r"^SF mesh loading torch +\d+:\d\d:\d\d$", line) for line in lines), lines
+    assert any(re.search(r"^SF mesh loading compiled kernels +\d+:\d\d:\d\d$", line) for line in lines), lines
+    assert any(re.search(r"it 7 +error 0\.25 +\d+:\d\d:\d\d$", line) for line in lines), lines
+    assert all(cell_len(line) <= columns for line in lines), lines
+
+
 def test_a_terminal_that_writes_ascii_only_shows_a_non_ascii_name_escaped_and_the_next_command_as_bytes(tmp_path):
     r"""On a terminal that writes ASCII only, ``maillage_é.mtx`` showed as ``maillage_e`` (another file's name)
     and the next command named ``'maillage_e.mtx'``: the name is ``maillage_\u00e9`` now, and the command names
