@@ -387,7 +387,9 @@ class Comparison(ShownAsTables):
         """"57,494 non-zeros take 114,988 numbers with their positions (25% of the budget)": what a row
         that stores X's entries alone (:func:`_stores_entries_only`) holds, ``who`` after the entries."""
         p = row.params
-        entries = p.get("matrix_nnz", p.get("nnz", p.get("n_sparse", self.matrix.get("nnz"))))
+        # the entries the row holds before "nnz", which a saved fit's record (--with) has for its stored numbers:
+        # "X's 576 non-zeros ... take 576 numbers" of a graph of 288
+        entries = p.get("matrix_nnz", p.get("n_sparse", p.get("nnz", self.matrix.get("nnz"))))
         positions = "" if row.method == "sparse" else " with their positions"
         return (f"{counted(entries, 'non-zero')}{who} take {counted(row.nnz, 'number')}{positions} "
                 f"({_share(row.nnz, self.budget)} of the budget)")

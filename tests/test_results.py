@@ -108,6 +108,11 @@ def test_one_order_decides_the_star_the_verdict_and_the_json_winner():
     # (one parenthesis: "... with their positions (rpca's sparse part alone) (24% of the budget)" had two in a row)
     assert c.verdict()["text"] == ("exact sparse storage is cheapest: X's 12 non-zeros in rpca's sparse part alone "
                                    "take 24 numbers with their positions (24% of the budget) and reproduce it exactly")
+    # A saved fit's row (compare --with) has its record's "nnz", its stored numbers, among its params: the
+    # verdict said "X's 24 non-zeros ... take 24 numbers" of a matrix of 12
+    saved = MethodResult("saved:f", "ok", 24, 0.0, 0.0, 0.1, {"rank": 0, "n_sparse": 12, "nnz": 24})
+    c = Comparison(info, 100, "sf", [_row("sf", 1.0), saved])
+    assert c.verdict()["text"].startswith("exact sparse storage is cheapest: X's 12 non-zeros in saved:f's "), c.verdict()
     # Not exact: the smallest error wins whatever it stores.
     c = Comparison(info, 100, "sf", [_row("sf", 1.0), _row("tsvd", 0.5)])
     assert c.winner() == c.verdict()["winner"] == "tsvd"
