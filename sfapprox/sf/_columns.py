@@ -158,6 +158,9 @@ class ColumnFit:
     step_scale : float
         Rounds of sketches: their L-BFGS's last scale ``s.y / y.y`` in the whole loss's units, the
         first step for L-BFGS by passes from their end (nan: none).
+    note : str
+        What the fit did other than asked, and why ("": nothing): Adam's steps where L-BFGS by passes
+        was asked for and no pass fitted the time (:func:`_steps_instead_of_passes`).
     """
 
     values: np.ndarray
@@ -171,6 +174,7 @@ class ColumnFit:
     multiple: float = 1.0
     step_scale: float = math.nan
     kept_start: bool = False
+    note: str = ""
 
 
 #: Columns the last steps' blocks must cover for their sums to give Adam's end its best multiple
@@ -360,12 +364,16 @@ class FirstBlock:
 
 def first_block(columns: Callable[[int, int], np.ndarray], values: np.ndarray, offsets, *,
                 settings: ColumnSettings = ColumnSettings(), width: int = COLUMN_WIDTH) -> FirstBlock:
-    """Evaluate ``values`` on the first ``width`` columns: what a first step costs, before a fit takes it.
+    """Evaluate ``values`` on the first columns: what a first step costs, before a fit takes it.
 
     :func:`fit_columns` times each step by the last one, and took its first whatever it cost: at
     N = 100,000 (14 factors) a step of 256 columns and the end's measure of another block took 34 s of
-    a 20 s limit.  Given this, it takes the first only where it fits.  (A block of ``width`` columns
-    costs ``width / batch`` of a step; its arrays are freed before the fit makes its own.)
+    a 20 s limit.  Given this, it takes the first only where it fits.  A step's blocks of ``width``
+    columns run in ``settings.groups`` groups on up to :func:`~sfapprox._threads.compiled_threads`
+    threads: so many blocks as run at once are evaluated here (one group each, on as many threads),
+    and a step costs as many such rounds as its groups take (an estimate of one block on one thread times
+    a step's blocks was as long as the step on two idle threads).  Their arrays are freed before the fit
+    makes its own.
 
     Parameters
     ----------
@@ -376,16 +384,29 @@ def first_block(columns: Callable[[int, int], np.ndarray], values: np.ndarray, o
     -------
     FirstBlock
     """
+    from .._threads import compiled_threads
+
     n = values.shape[1]
     low = np.dtype(settings.kernel_dtype)
+    width = min(n, max(1, width))
+    rounds, threads = _step_rounds(n, settings, width, compiled_threads())
     xk = np.ascontiguousarray(values, dtype=low)
-    full = np.empty((n, min(n, width)), dtype=low)
-    grads = np.empty((1, *values.shape), dtype=low)
+    full = np.empty((n, min(n, threads * width)), dtype=low)
+    grads = np.empty((threads, *values.shape), dtype=low)
     began = _timing.now()
     sums = _evaluate_block(columns, xk, offsets, full, 0, width, grads)[2:]
     seconds = _timing.now() - began
-    return FirstBlock(step_seconds=seconds * math.ceil(min(n, max(1, settings.batch)) / full.shape[1]), sums=sums,
-                      block_seconds=seconds)
+    return FirstBlock(step_seconds=seconds * rounds, sums=sums, block_seconds=seconds)
+
+
+def _step_rounds(n: int, settings: ColumnSettings, width: int, threads: int) -> tuple[int, int]:
+    """How a step of ``settings.batch`` columns runs its blocks of ``width`` on ``threads`` threads: the
+    rounds of ``t`` blocks at once it takes (each thread takes its groups in turn, a group its blocks one
+    after another), and ``t``, the blocks that run at once.  One thread: a round per block."""
+    blocks = -(-min(n, max(1, settings.batch)) // width)
+    groups = min(max(1, settings.groups), blocks)
+    at_once = max(1, min(threads, groups))
+    return -(-groups // at_once) * -(-blocks // groups), at_once
 
 
 def fit_columns(
@@ -606,6 +627,7 @@ def fit_columns_lbfgs(
     pass_seconds: float | None = None,
     first_step: float = math.nan,
     probe: FirstBlock | None = None,
+    seed: int = DEFAULT_SEED,
 ) -> ColumnFit:
     """L-BFGS on the whole loss from ``values``, each evaluation one pass over ``X``'s column blocks.
 
@@ -623,10 +645,11 @@ def fit_columns_lbfgs(
     (known: no evaluation starts that the time limit would not see end), ``first_step`` the first
     step along ``-g`` where one is known (nan: Polyak's, ``loss / ||g||^2``).  ``probe``: the start on a
     first block (:func:`first_block`), where no ``pass_seconds`` is known; the first pass is then made
-    only where its estimate (:meth:`FirstBlock.pass_seconds`) fits ``time_limit``, and else the start is
-    handed back at its best multiple by the probe's sums (``kept_start``), as :func:`fit_columns` does.
-    Without either, the first pass is made whatever it costs (at N = 100,000 about an hour under a 20 s
-    limit: ``benchmarks/results/sf_setup_guards_lbfgs.md``).
+    only where its estimate (:meth:`FirstBlock.pass_seconds`) fits ``time_limit``; else Adam's steps take the
+    time where the first of them fits (:func:`_steps_instead_of_passes`, said in ``note``; ``seed``: their
+    blocks' order), and else the start is handed back at its best multiple by the probe's sums
+    (``kept_start``), as :func:`fit_columns` does.  Without either, the first pass is made whatever it costs
+    (at N = 100,000 about an hour under a 20 s limit: ``benchmarks/results/sf_setup_guards_lbfgs.md``).
     """
     import torch
 
@@ -640,7 +663,9 @@ def fit_columns_lbfgs(
         pass_seconds = probe.pass_seconds(n, settings.batch)
         if not _timing.Deadline.after(time_limit).fits(pass_seconds):
             # before the objective's and the solver's buffers are made (the pass could not end in time)
-            return replace(_start_kept(values, probe), optimizer="lbfgs")
+            return _steps_instead_of_passes(columns, values, offsets, settings=settings, width=width,
+                                            max_iter=max_iter, time_limit=time_limit, seed=seed, callback=callback,
+                                            probe=probe, pass_seconds=pass_seconds)
     objective = _pass_objective(columns, offsets, shape, low, width, max(1, settings.batch), max(1, settings.groups))
     state = new_state(torch.from_numpy(np.ascontiguousarray(values, dtype=low).reshape(-1)))
     state["eval_seconds"] = pass_seconds
@@ -677,6 +702,26 @@ def fit_columns_lbfgs(
             if out.multiple != 1.0:
                 out.running_error = multiple_error(inner, square, objective.norm2)
     return out
+
+
+def _steps_instead_of_passes(columns, values: np.ndarray, offsets, *, settings: ColumnSettings, width: int,
+                             max_iter: int, time_limit: float | None, seed: int, callback, probe: FirstBlock,
+                             pass_seconds: float) -> ColumnFit:
+    """L-BFGS by passes where not one pass fits ``time_limit`` (``pass_seconds``, the probe's estimate):
+    Adam's steps on blocks of columns (:func:`fit_columns`, its first priced by the same ``probe``), with a
+    ``note`` that says so, where the first fits; else the start at its best multiple, as before.  The
+    fit ended with its start where a step of a second or two fitted: at N = 100,000 under 20 s a pass is
+    about an hour (``benchmarks/results/sf_setup_guards_lbfgs.md``).  Adam's state (the values and two
+    moments, ``28 N K M`` bytes) is less than L-BFGS's (:func:`column_fit_memory`): it fits where that did."""
+    deadline = _timing.Deadline.after(time_limit)
+    if not _first_step_fits(probe, deadline, settings, values.shape[1]):
+        return replace(_start_kept(values, probe), optimizer="lbfgs")
+    left = deadline.left()
+    fit = fit_columns(columns, values, offsets, settings=settings, width=width, max_iter=max_iter,
+                      time_limit=left, seed=seed, callback=callback, probe=probe)
+    fit.note = (f"L-BFGS by passes: a pass (about {pass_seconds:.3g} s by the first block) did not fit the "
+                f"{left:.3g} s left; Adam's steps of {min(values.shape[1], settings.batch):,} columns instead")
+    return fit
 
 
 #: From this many passes over the columns that the time left allows, :func:`fit_columns_auto` hands

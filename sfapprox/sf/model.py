@@ -964,6 +964,7 @@ class ChordSF(Approximation):
                           stacklevel=user_stacklevel())
         saved = self._saved_start(shape, offsets)
         wanted = saved is None and self.init in ("auto", RANK_ONE) and self._rank_one_possible(n, offsets, n_factors)
+        skipped = None  # why the rank-one start's pass was not made or not finished (said in params_)
         # (said on a display: the bar sat at "it 0" without a word for seconds on a large source)
         with phase(self.callback, "sampling columns for the start"):
             # a share of the time left (at N = 100,000 its 512 columns and their Gram took 7-13 s of 20)
@@ -979,8 +980,8 @@ class ChordSF(Approximation):
             start = saved / scale ** (1.0 / n_factors)
         elif wanted:
             with phase(self.callback, "rank-one start (a pass over the columns)"):
-                start = self._column_rank_one(source, pilot, scale, offsets, n_factors, fit_begin, settings.batch,
-                                              width)
+                start, skipped = self._column_rank_one(source, pilot, scale, offsets, n_factors, fit_begin,
+                                                       settings.batch, width)
             name = RANK_ONE if start is not None else name
         if start is None:
             start = start_values([name], self.random_state, shape, self.init_noise)[name]
@@ -1020,7 +1021,7 @@ class ChordSF(Approximation):
             elif history is not None:
                 fit = _columns.fit_columns_lbfgs(columns, start, offsets, settings=settings, width=width,
                                                  history=history, max_iter=self.max_iter, time_limit=limit_s,
-                                                 callback=report, probe=probe)
+                                                 callback=report, probe=probe, seed=self.random_state)
             else:
                 extra = {"lbfgs_fits": lbfgs_fits, "rounds": _sketch.fit_rounds if sketch_columns else None} \
                     if settings.optimizer == "auto" else {}
@@ -1066,6 +1067,10 @@ class ChordSF(Approximation):
         self._record_compiling(compiled)
         if blocks is not None and blocks < min(KEEP_START_BLOCKS, -(-n // width)):
             self.params_["start_compared_blocks"] = blocks  # fewer than asked: the time limit held no more
+        if skipped:
+            self.params_["rank_one_skipped"] = skipped
+        if fit.note:  # what the fit did other than asked (Adam's steps where no pass of L-BFGS fitted)
+            self.params_["optimizer_note"] = fit.note
         self.params_.update(path="columns", optimizer=fit.optimizer, epochs=round(fit.columns / n, 2),
                             batch=settings.batch, block_width=width, running_error=round(fit.running_error, 6),
                             **({"best_multiple": round(fit.multiple, 6)} if fit.multiple != 1.0 else {}),
@@ -1112,7 +1117,9 @@ class ChordSF(Approximation):
         # what may run: fit_columns_auto chooses by the time left, so all it may choose
         choose = self.time_limit is not None and self.max_iter > _columns.PROBE_STEPS
         rounds = bool(sketch_columns) and (settings.optimizer == "sketch" or settings.optimizer == "auto" and choose)
-        plan = dict(adam=history is None and not (settings.optimizer == "sketch" and rounds),
+        # (Adam too where L-BFGS by passes has a time limit: where no pass fits, Adam's steps take the time)
+        plan = dict(adam=history is None and not (settings.optimizer == "sketch" and rounds)
+                    or history is not None and self.time_limit is not None,
                     lbfgs=history is not None or settings.optimizer == "auto" and choose and lbfgs_fits,
                     sketch=history is None and rounds, float64=start in ("saved", RANK_ONE))
         began = _timing.now()
@@ -1192,40 +1199,44 @@ class ChordSF(Approximation):
         return {**starts, RANK_ONE: rank_one_values(u / root, v / root, offsets, n_factors)}
 
     def _column_rank_one(self, source: MatrixSource, pilot: "_Pilot", scale: float, offsets: np.ndarray,
-                         n_factors: int, fit_begin: float, chunk: int, width: int) -> np.ndarray | None:
-        """The rank-one start of a fit from columns (its values in the fit's units), or None.
+                         n_factors: int, fit_begin: float, chunk: int,
+                         width: int) -> tuple[np.ndarray | None, str | None]:
+        """The rank-one start of a fit from columns (its values in the fit's units), or None, and why
+        its pass was not made or not finished (None where it was, or where ``"auto"`` judged it would not pay).
 
         ``u`` is the pilot columns' top left singular vector and ``v = X^T u``
-        (one pass over the columns, ``chunk`` at a time in pieces of ``width``
+        (:func:`_rank_one_product`: the sparse product of a source held sparse,
+        else one pass over the columns, ``chunk`` at a time in pieces of ``width``
         as the fit reads them: the best ``v`` for that ``u``).  For ``"auto"``
         only where it pays against the identity start (the one it would
         replace, at its best multiple; :func:`._multistart.rank_one_pays`), as
         the pilot columns estimate first (no pass where they say it would not)
-        and ``X^T u`` then says, and where the pass (timed by the pilot's
-        columns) takes at most :data:`RANK_ONE_TIME_SHARE` of the time left.
-        A pass that the time limit cuts leaves the identity start (with a
-        warning where ``"rank1"`` was asked for).
+        and ``X^T u`` then says.  Under a time limit the pass is priced before
+        it starts (the pilot's columns' rate) and while it runs (its own): it
+        takes at most :data:`RANK_ONE_TIME_SHARE` of the time left for
+        ``"auto"``, :data:`RANK_ONE_ASKED_TIME_SHARE` for ``"rank1"`` asked for,
+        and a pass that cannot is not made, or stopped, leaving the identity
+        start (with a warning where ``"rank1"`` was asked for).
         """
         n = source.n
         auto = self.init == "auto"
         norm2 = pilot.fro ** 2
         identity = multiple_error(pilot.trace, float(n), norm2)
         if auto and not rank_one_pays(rank_one_error(pilot.top, norm2, n), identity, "columns"):
-            return None
-        deadline = _timing.Deadline.after(self.time_limit, fit_begin)
-        per_pass = pilot.seconds * n / max(1, pilot.columns)
-        if auto and not deadline.fits(per_pass / RANK_ONE_TIME_SHARE):
-            return None
-        v = _transposed_product(source, pilot.left, chunk, width, deadline)
+            return None, None
+        share = RANK_ONE_TIME_SHARE if auto else RANK_ONE_ASKED_TIME_SHARE
+        left = _timing.Deadline.after(self.time_limit, fit_begin).left()
+        v, why = _rank_one_product(source, pilot, chunk, width, share * left, share)
         if v is None:
             if not auto:
-                warnings.warn(f"{parameter('init', RANK_ONE)}: its pass over the columns of {source.name} did not fit the time "
-                              "limit; the fit starts from the identity", RuntimeWarning, stacklevel=user_stacklevel())
-            return None
+                warnings.warn(f"{parameter('init', RANK_ONE)}: its pass over the columns of {source.name} did not fit "
+                              f"the time limit; the fit starts from the identity: {why}", RuntimeWarning,
+                              stacklevel=user_stacklevel())
+            return None, why
         if auto and not rank_one_pays(rank_one_error(float(np.linalg.norm(v)), norm2, n), identity, "columns"):
-            return None
+            return None, None
         root = math.sqrt(scale)
-        return rank_one_values(pilot.left / root, v / root, offsets, n_factors)
+        return rank_one_values(pilot.left / root, v / root, offsets, n_factors), None
 
     # ------------------------------------------------------------- helpers
     def _work(self, n: int, n_factors: int) -> int:
@@ -1776,6 +1787,11 @@ PILOT_TIME_SHARE = 0.05
 #: ``init="auto"`` from columns makes the rank-one start's pass only when it takes at most this share
 #: of the time left (the fit's own passes are what the rest buys).
 RANK_ONE_TIME_SHARE = 0.25
+#: ``init="rank1"`` asked for from columns makes its pass only when it takes at most this share of the time
+#: left: the start asked for, and the other half for the steps from it.  It had the whole limit: at N = 100,000
+#: (a dense block pass over a sparse graph) the pass took 18 of 20 s, was cut, and the row ended at 30-34 s
+#: with the identity start (``benchmarks/results/sf_setup_guards_rank1.md``).
+RANK_ONE_ASKED_TIME_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -1847,22 +1863,49 @@ def _pilot_draw(source: MatrixSource, drawn: np.ndarray, top: bool, seconds: flo
     return drawn[:int(min(drawn.size, max(first, first * r)))]
 
 
+def _rank_one_product(source: MatrixSource, pilot: _Pilot, chunk: int, width: int, seconds: float,
+                      share: float) -> tuple[np.ndarray | None, str | None]:
+    """``X^T u`` for the rank-one start (``u``: ``pilot.left``) within ``seconds`` (``share`` of the time left),
+    and None where it is not, with why.
+
+    A source held sparse gives it by its sparse product, ``O(nnz)``: the pass over its dense column blocks
+    took 18 s of a 20 s limit at N = 100,000 (10 non-zeros a column, 800 KB a column read).  Any other is
+    read by columns (:func:`_transposed_product`), priced first at the rate of the pilot's columns: a pass
+    that would take longer is not begun, and one whose own chunks then say so is stopped.
+    """
+    n = source.n
+    matrix = source.sparse_matrix
+    if matrix is not None:
+        return np.asarray(matrix.T @ pilot.left, dtype=np.float64).reshape(n), None
+    estimate = pilot.seconds * n / max(1, pilot.columns)
+    if estimate > seconds:
+        return None, (f"at the rate of its first {counted(pilot.columns, 'column')} the pass would take about "
+                      f"{estimate:.3g} s, over the {seconds:.3g} s it may take ({share:.0%} of the time left)")
+    v, done, took = _transposed_product(source, pilot.left, chunk, width, _timing.Deadline.after(seconds))
+    if v is None:
+        return None, (f"the pass was stopped after {counted(done, 'column')} of {n:,}: at their rate it would take "
+                      f"about {took * n / max(1, done):.3g} s, over the {seconds:.3g} s it may take "
+                      f"({share:.0%} of the time left)")
+    return v, None
+
+
 def _transposed_product(source: MatrixSource, u: np.ndarray, chunk: int, width: int,
-                        deadline: _timing.Deadline) -> np.ndarray | None:
+                        deadline: _timing.Deadline) -> tuple[np.ndarray | None, int, float]:
     """``X^T u`` by one pass over ``source``'s columns, ``chunk`` at a time in pieces of ``width`` (the
-    fit's own reads: within its memory, on any source that gives columns); None where ``deadline``
-    would pass before the next chunk (timed by the last one)."""
-    v = np.empty(source.n)
-    cost = 0.0
-    for start in range(0, source.n, chunk):
-        if not deadline.fits(cost):
-            return None
-        began = _timing.now()
-        for a in range(start, min(source.n, start + chunk), width):
-            J = np.arange(a, min(source.n, start + chunk, a + width))
+    fit's own reads: within its memory, on any source that gives columns), the columns read and their
+    seconds; None where ``deadline`` would pass before the pass's end, at the rate of the chunks read so
+    far (the whole pass, not only its next chunk: a pass cut at the deadline had spent it for nothing)."""
+    n = source.n
+    v = np.empty(n)
+    began = _timing.now()
+    for start in range(0, n, chunk):
+        took = _timing.now() - began
+        if start and not deadline.fits(took / start * (n - start)):
+            return None, start, took
+        for a in range(start, min(n, start + chunk), width):
+            J = np.arange(a, min(n, start + chunk, a + width))
             v[J] = source.columns(J).T @ u
-        cost = _timing.now() - began
-    return v
+    return v, n, _timing.now() - began
 
 
 def fit_sf(X: MatrixLike, *, progress: bool = False, **params: Any) -> ChordSF:

@@ -1,0 +1,217 @@
+"""SF from column blocks under a time limit, its setup priced (:mod:`sfapprox.sf._columns`, the column path of
+:mod:`sfapprox.sf.model`): the rank-one start's pass, the first block's estimate on parallel groups, Adam's
+steps where no L-BFGS pass fits, and the start's values made in place.
+
+At N = 100,000 (``benchmarks/results/sf_setup_rankone.md``) these decided whether a row kept to its limit;
+here at small N with the same code, the costs forced through the fake clock.
+"""
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sfapprox import ChordSF
+from sfapprox import _threads
+from sfapprox.chord import chord_offsets
+from sfapprox.operators import ChordOperator
+from sfapprox.sf import _columns as C
+from sfapprox.sf import model
+from sfapprox.sf._multistart import start_values
+from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET, estimate_fit_memory
+from sfapprox.sources import ArraySource, KernelMatrix, SparseSource
+
+
+def _column_limit(n: int, history: int | None = None, extra: int = 0) -> int:
+    """A memory limit the column path fits and the in-memory fit does not (checked)."""
+    offs = chord_offsets(n)
+    m = math.ceil(math.log2(n))
+    limit = C.column_fit_memory(n, m, len(offs), C.COLUMN_WIDTH, history=history) + LIBRARY_WORKING_SET \
+        + COMPILED_WORKING_SET + extra + (1 << 20)
+    in_memory = estimate_fit_memory(n, m, len(offs), 8, 50, "cpu", reach=int(offs.max()), n_starts=2,
+                                    input_bytes=8 * n * n)
+    assert in_memory > limit, "the test needs a limit between the two estimates"
+    return limit
+
+
+def _smooth(n: int) -> np.ndarray:
+    """The RBF kernel of sorted points at a wide bandwidth: near rank one."""
+    return KernelMatrix(np.linspace(0, 4, n)[:, None], bandwidth=1.5).to_dense()
+
+
+class _Timed(ArraySource):
+    """Columns that "take" ``per_call`` seconds a request and ``per_column`` a column on the fake clock;
+    ``reads`` lists each request's columns."""
+
+    def __init__(self, array, clock, per_call: float = 0.0, per_column: float = 0.0):
+        super().__init__(array)
+        self._clock, self._call, self._column = clock, per_call, per_column
+        self.reads: list[int] = []
+
+    def columns(self, J):
+        self.reads.append(len(J))
+        self._clock.advance(self._call + self._column * len(J))
+        return super().columns(J)
+
+
+# ------------------------------------------------------------------------------ the rank-one start's pass
+def test_a_rank_one_pass_that_cannot_fit_its_share_is_not_begun(fake_clock, monkeypatch):
+    """"rank1" asked for: its pass had the whole limit, and ran until the limit cut it (18 s of 20 at
+    N = 100,000, then the identity start).  Priced first at the pilot's columns' rate (each column "takes"
+    0.1 s: 64 columns 6.4 s, a pass of 1,024 about 102 s), it does not fit half of the ~47 s left: never
+    begun, the identity start, and the reason said and recorded."""
+    def refused(*args, **kwargs):
+        raise AssertionError("the rank-one start's pass was begun")
+
+    monkeypatch.setattr(model, "_transposed_product", refused)
+    source = _Timed(_smooth(1024), fake_clock, per_column=0.1)
+    with pytest.warns(RuntimeWarning, match=r"did not fit the time limit; the fit starts from the identity "
+                                            r": at the rate of its first 64 columns the pass would take about 102 s"):
+        sf = ChordSF(init="rank1", max_iter=1, time_limit=60, max_memory=_column_limit(1024),
+                     device="cpu").fit(source)
+    assert sf.params_["path"] == "columns" and sf.init_ == "identity"
+    assert "would take about 102 s" in sf.params_["rank_one_skipped"]
+
+
+def test_a_rank_one_pass_is_stopped_once_its_own_columns_say_it_cannot_fit(fake_clock):
+    """The pilot's one request of 512 columns "took" 1 s (a pass at that rate: 1 s), but the pass's requests
+    take 1 s each (8 a chunk of 256): after its first chunk, at 8 s, the rest would end at 16 s, past half
+    of the ~29 s left.  It stops there (it ran on to 16 s and a rank-one start before: within the limit,
+    but the fit's steps got what the pass left)."""
+    source = _Timed(_smooth(512), fake_clock, per_call=1.0)
+    with pytest.warns(RuntimeWarning, match=r"stopped after 256 columns of 512: at their rate it would take "
+                                            r"about 16 s"):
+        sf = ChordSF(init="rank1", max_iter=1, time_limit=30, max_memory=_column_limit(512),
+                     device="cpu").fit(source)
+    assert sf.init_ == "identity" and "stopped after 256 columns" in sf.params_["rank_one_skipped"]
+    assert source.reads[1:9] == [32] * 8 and 256 not in source.reads[9:]  # one chunk, in pieces of 32
+
+
+def test_auto_skips_a_pass_that_does_not_fit_its_share_quietly_but_records_why(fake_clock):
+    """The same pass under "auto" (a quarter of the time left): no warning (auto chooses), the reason in
+    params_."""
+    import warnings
+
+    source = _Timed(_smooth(512), fake_clock, per_call=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        sf = ChordSF(max_iter=1, time_limit=50, max_memory=_column_limit(512), device="cpu").fit(source)
+    assert sf.init_ == "identity" and "25% of the time left" in sf.params_["rank_one_skipped"]
+
+
+def test_a_sparse_source_gives_the_rank_one_start_by_its_sparse_product(monkeypatch):
+    """A source held sparse: X^T u by the sparse product, O(nnz), not a pass over dense column blocks (at
+    N = 100,000, 800 KB a column read for 10 non-zeros: 18 s of a 20 s limit, then cut).  The same vector."""
+    rng = np.random.default_rng(0)
+    A = sp.random(512, 512, density=0.02, random_state=rng, format="csc") + sp.eye(512) * 3
+    u = rng.standard_normal(512)
+    u /= np.linalg.norm(u)
+    pilot = model._Pilot(fro=1.0, trace=0.0, top=1.0, left=u, seconds=0.0, columns=512)
+    by_columns, why = model._rank_one_product(ArraySource(A.toarray()), pilot, 256, 32, math.inf, 0.5)
+    sparse, _ = model._rank_one_product(SparseSource(A), pilot, 256, 32, math.inf, 0.5)
+    assert why is None and np.allclose(sparse, by_columns, rtol=1e-12, atol=1e-12)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the rank-one start read dense column blocks")
+
+    monkeypatch.setattr(model, "_transposed_product", refused)
+    sf = ChordSF(init="rank1", max_iter=2, time_limit=None, max_memory=_column_limit(512),
+                 device="cpu").fit(sp.csr_matrix(A))
+    assert sf.params_["path"] == "columns" and sf.init_ == "rank1"
+
+
+# ------------------------------------------------------------------------------ the first block's estimate
+def _slow_kernel(monkeypatch, clock, n: int, seconds: float = 1.0) -> list[int]:
+    """Every call of the block kernel on ``n`` rows "takes" ``seconds`` on the fake clock, whatever its
+    columns (its groups run at once); returns each call's columns."""
+    calls = []
+    real = C.block_loss_and_grad
+
+    def slow(w, offsets, block, start, grads, width, **kw):
+        if block.shape[0] == n:
+            calls.append(block.shape[1])
+            clock.advance(seconds)
+        return real(w, offsets, block, start, grads, width, **kw)
+
+    monkeypatch.setattr(C, "block_loss_and_grad", slow)
+    return calls
+
+
+def _start(n: int) -> tuple[np.ndarray, np.ndarray]:
+    offs = chord_offsets(n)
+    return start_values(["identity"], 0, (math.ceil(math.log2(n)), n, len(offs)))["identity"], offs
+
+
+@pytest.mark.parametrize("threads, columns, seconds", [(1, 8, 8.0), (2, 16, 4.0), (4, 32, 2.0)])
+def test_the_first_block_prices_a_step_on_the_threads_its_groups_run_on(fake_clock, monkeypatch, threads,
+                                                                         columns, seconds):
+    """A step of 64 columns is 8 blocks of 8 in 4 groups: on one thread 8 blocks one after another, on two 4
+    (two at a time), on four 2.  The first block evaluated one block on one thread and called a step 8 of
+    them whatever the threads: twice the step's time on two.  Now it evaluates as many blocks as run at once
+    (each call "takes" 1 s here, its groups in parallel), and its sums are those of the columns it read."""
+    X = np.random.default_rng(1).standard_normal((96, 96))
+    calls = _slow_kernel(monkeypatch, fake_clock, 96)
+    start, offs = _start(96)
+    monkeypatch.setattr(_threads, "_COMPILED_THREADS", threads)
+    probe = C.first_block(lambda a, b: X[:, a:b], start, offs, settings=C.ColumnSettings(batch=64), width=8)
+    assert calls == [columns] and probe.step_seconds == pytest.approx(seconds)
+    P = ChordOperator(start, offs).to_dense()[:, :columns]
+    S = X[:, :columns]
+    np.testing.assert_allclose(probe.sums, (np.sum(S * S), np.sum(S * P), np.sum(P * P)), rtol=1e-4)
+
+
+# ------------------------------------------------------------------------------ Adam where no pass fits
+def test_lbfgs_by_passes_takes_adam_s_steps_where_no_pass_fits_and_a_step_does(fake_clock, monkeypatch):
+    """L-BFGS by passes asked for, its pass (12 "s": 6 steps of 2) over the 10 s limit: it handed back its
+    start, having taken nothing, where a step of 2 s (and the end's measure) fitted five times.  Adam's
+    steps take the time now, within the limit, and the fit says so; where not even a step fits, the start."""
+    X = -np.eye(96) + 0.05 * np.random.default_rng(3).standard_normal((96, 96))
+    calls = _slow_kernel(monkeypatch, fake_clock, 96)
+    start, offs = _start(96)
+    settings = C.ColumnSettings(batch=16, optimizer="lbfgs")
+    columns = lambda a, b: X[:, a:b]  # noqa: E731
+    probe = C.first_block(columns, start, offs, settings=settings, width=8)
+    calls.clear()
+    began = fake_clock.time
+    fit = C.fit_columns_lbfgs(columns, start, offs, settings=settings, width=8, max_iter=50, time_limit=10.0,
+                              probe=probe)
+    assert fit.optimizer == "adam" and fit.steps >= 1 and fake_clock.time - began <= 10.0
+    assert "a pass (about 12 s by the first block) did not fit" in fit.note and "Adam's steps" in fit.note
+    short = C.fit_columns_lbfgs(columns, start, offs, settings=settings, width=8, max_iter=50, time_limit=3.0,
+                                probe=probe)
+    assert short.optimizer == "lbfgs" and short.steps == 0 and short.kept_start and not short.note
+
+
+def test_from_columns_lbfgs_by_passes_records_the_adam_steps_it_took_instead(fake_clock, monkeypatch):
+    """Through ChordSF: a pass of 16 "s" (8 chunks of 64 columns, 2 blocks each) under a 10 s limit, a step
+    of 2 s: Adam's steps, said in params_["optimizer_note"], and the fit's clock within its limit."""
+    n = 512
+    X = np.abs(np.random.default_rng(0).standard_normal((n, n)))
+    _slow_kernel(monkeypatch, fake_clock, n)
+    by_passes = C.ColumnSettings(optimizer="lbfgs", batch=64)
+    monkeypatch.setattr(model, "COLUMN_SETTINGS", by_passes)
+    limit = _column_limit(n, history=by_passes.history, extra=X.nbytes)
+    began = fake_clock.time
+    sf = ChordSF(init="identity", max_iter=50, time_limit=10, max_memory=limit, device="cpu").fit(X)
+    assert sf.params_["path"] == "columns" and sf.params_["optimizer"] == "adam" and sf.n_iter_ >= 1
+    assert "did not fit" in sf.params_["optimizer_note"] and fake_clock.time - began <= 10
+
+
+# ------------------------------------------------------------------------------ the start's values
+def test_the_identity_start_is_made_in_one_array():
+    """At N = 100,000 each (M, N, K) array is 245 MB, and the start took three (its draw, the noise, the
+    sum): 2-6 s on a busy machine.  Made in place: one array at its peak, the same numbers."""
+    shape = (8, 4096, 13)
+    tracemalloc.start()
+    try:
+        values = start_values(["identity"], 0, shape)["identity"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.2 * values.nbytes
+    drawn = np.random.default_rng([0, 1]).uniform(-1.0, 1.0, size=shape)
+    expected = 0.1 * drawn
+    expected[:, :, 0] += 1.0
+    np.testing.assert_array_equal(values, expected)
