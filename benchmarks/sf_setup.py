@@ -17,7 +17,8 @@ wrapping the functions (the wrappers are the only change to the code measured; a
 not have is left blank): the checks before the factory (``sf_check_first``, loading torch), the
 kernels' loading (``_compiled_first``), the structure's timing (``_affordable``), the pilot columns
 (``_pilot``), the first block's estimate (``first_block``, after only), the rank-one pass
-(``_column_rank_one``) and the fit's steps (``fit_columns``).  The machine is shared: the 1-minute load
+(``_column_rank_one``) and the fit's steps (``fit_columns``); and the row's measured peak RSS (``VmHWM``,
+reset as the row begins: the graph's reading apart).  The machine is shared: the 1-minute load
 average is recorded before each run.  Writes benchmarks/results/NAME.json and NAME.md.
 """
 
@@ -30,7 +31,7 @@ import sys
 import tempfile
 import time
 
-from _common import ROOT, checkout_env, findings_lines, meta, run_child, write_results
+from _common import ROOT, checkout_env, findings_lines, meta, proc_status, reset_peak, run_child, write_results
 
 #: The functions whose seconds are a phase of SF's row: (module, attribute, phase name).
 PHASES = [
@@ -41,6 +42,13 @@ PHASES = [
     ("sfapprox.sf._columns", "first_block", "first block"),
     ("sfapprox.sf.model", "ChordSF._column_rank_one", "rank-one"),
     ("sfapprox.sf._columns", "fit_columns", "steps"),
+    # what the row spent in no phase above (10 s of a 30 s row in sf_setup_guards_rank1.md): the input's
+    # checks, the kernels' loading from numba's cache (outside the limit), the identity start's values and
+    # the result's assembly (its operator's packing)
+    ("sfapprox.sf.model", "ChordSF._validate", "input checks"),
+    ("sfapprox.sf.model", "ChordSF._warm_up_columns", "kernels loaded"),
+    ("sfapprox.sf.model", "start_values", "start values"),
+    ("sfapprox.sf.model", "ChordSF._set_result", "result"),
 ]
 
 
@@ -89,17 +97,19 @@ def one(path: str, limit: float) -> dict:
         _timed(getattr(module_object, owner_name) if owner_name else module_object, name, phase, seconds)
     import sfapprox
 
+    base = _peak_from_now()
     began = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         c = sfapprox.compare(path, ["sf"], time_limit=limit)
     total = time.perf_counter() - began
+    memory = _peak_since(base)
     r = c.results[0]
     p = r.params or {}
     return {"limit": limit, "row_seconds": round(r.seconds, 2), "fit_seconds": round(p.get("fit_seconds", 0.0), 2),
             "call_seconds": round(total, 2), "rel_error": r.rel_error, "steps": p.get("iterations"),
             "kept_start": bool(p.get("kept_start")), "n_factors": p.get("n_factors"),
-            "compile_seconds": p.get("compile_seconds"), "status": r.status,
+            "compile_seconds": p.get("compile_seconds"), "status": r.status, **memory,
             "phases": {k: round(v, 2) for k, v in seconds.items()}}
 
 
@@ -132,18 +142,35 @@ def one_case(path: str, limit: float, case: str) -> dict:
     matrix = scipy.io.mmread(path).tocsc()
     if case == "lbfgs":
         model.COLUMN_SETTINGS = _columns.ColumnSettings(optimizer="lbfgs")
-    init = {"rank1": "rank1", "saved": _saved_identity(path, matrix.shape[0], 14)}.get(case, "identity")
+    # (the saved start made only for its case: written for every case, it took 25-30 s before each row)
+    init = {"rank1": "rank1"}.get(case) or (_saved_identity(path, matrix.shape[0], 14) if case == "saved" else
+                                            "identity")
+    base = _peak_from_now()
     began = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sf = ChordSF(n_factors=None if case == "rank1" else 14, time_limit=limit, init=init).fit(matrix)
     total = time.perf_counter() - began
+    memory = _peak_since(base)
     p = sf.params_
     return {"limit": limit, "case": case, "row_seconds": round(total, 2), "fit_seconds": round(total, 2),
             "rel_error": None, "steps": sf.n_iter_, "kept_start": bool(p.get("kept_start")),
             "optimizer": p.get("optimizer"), "path": p.get("path"), "init": sf.init_,
             "start_compared_blocks": p.get("start_compared_blocks"), "stop_reason": sf.stop_reason_,
+            **{k: p[k] for k in ("rank_one_skipped", "optimizer_note") if k in p}, **memory,
             "phases": {k: round(v, 2) for k, v in seconds.items()}}
+
+
+def _peak_from_now() -> int:
+    """The RSS now (bytes), from which the peak is measured again (Linux's ``VmHWM``, reset: the graph's
+    reading and the imports before the row do not count)."""
+    reset_peak()
+    return proc_status("VmRSS")
+
+
+def _peak_since(base: int) -> dict:
+    """The row's measured peak RSS (``VmHWM`` since :func:`_peak_from_now`) and the RSS it began from, in MiB."""
+    return {"peak_rss_mib": round(proc_status("VmHWM") / 2**20), "base_rss_mib": round(base / 2**20)}
 
 
 def _saved_identity(path: str, n: int, n_factors: int) -> str:
@@ -222,13 +249,15 @@ def render(data: dict) -> list[str]:
              ("Row: the row's seconds (its whole turn, the joint scoring from columns apart)"
               if m.get("case", "graph") == "graph" else f"Row (--case {m['case']}): the seconds of ChordSF's fit of "
               "the graph (its reading apart, no scoring)") + "; phases: seconds inside the row (blank: none in "
-             "that checkout).", "",
-             "| checkout | limit s | load | row s | fit s | rel. error | steps | kept start | "
+             "that checkout); peak RSS: the row's measured peak (``VmHWM``, reset as it began), from the RSS it began "
+             "at (the graph read, the libraries loaded).", "",
+             "| checkout | limit s | load | row s | fit s | rel. error | steps | kept start | peak RSS MiB | "
              + " | ".join(phases) + " |",
-             "|" + "---|" * (8 + len(phases))]
+             "|" + "---|" * (9 + len(phases))]
     for r in data["rows"]:
         cells = [r["checkout"], f"{r['limit']:g}", r["load_average"], r["row_seconds"], r["fit_seconds"],
-                 "" if r["rel_error"] is None else f"{r['rel_error']:.6f}", r["steps"], r["kept_start"]]
+                 "" if r["rel_error"] is None else f"{r['rel_error']:.6f}", r["steps"], r["kept_start"],
+                 "" if "peak_rss_mib" not in r else f"{r['peak_rss_mib']:,} (from {r['base_rss_mib']:,})"]
         cells += [r["phases"].get(p, "") for p in phases]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return lines + [""] + findings_lines(data, "(to be written)")
