@@ -67,7 +67,7 @@ def test_a_rank_one_pass_that_cannot_fit_its_share_is_not_begun(fake_clock, monk
 
     monkeypatch.setattr(model, "_transposed_product", refused)
     source = _Timed(_smooth(1024), fake_clock, per_column=0.1)
-    with pytest.warns(RuntimeWarning, match=r"did not fit the time limit; the fit starts from the identity "
+    with pytest.warns(RuntimeWarning, match=r"did not fit the time limit; the fit starts from the identity"
                                             r": at the rate of its first 64 columns the pass would take about 102 s"):
         sf = ChordSF(init="rank1", max_iter=1, time_limit=60, max_memory=_column_limit(1024),
                      device="cpu").fit(source)
