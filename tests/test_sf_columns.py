@@ -144,18 +144,21 @@ def _start(n: int) -> tuple[np.ndarray, np.ndarray]:
     return start_values(["identity"], 0, (math.ceil(math.log2(n)), n, len(offs)))["identity"], offs
 
 
-@pytest.mark.parametrize("threads, columns, seconds", [(1, 8, 8.0), (2, 16, 4.0), (4, 32, 2.0)])
-def test_the_first_block_prices_a_step_on_the_threads_its_groups_run_on(fake_clock, monkeypatch, threads,
+@pytest.mark.parametrize("batch, threads, columns, seconds",
+                         [(64, 1, 8, 8.0), (64, 2, 16, 4.0), (64, 4, 32, 2.0), (40, 1, 8, 5.0), (40, 2, 16, 3.0)])
+def test_the_first_block_prices_a_step_on_the_threads_its_groups_run_on(fake_clock, monkeypatch, batch, threads,
                                                                          columns, seconds):
     """A step of 64 columns is 8 blocks of 8 in 4 groups: on one thread 8 blocks one after another, on two 4
-    (two at a time), on four 2.  The first block evaluated one block on one thread and called a step 8 of
-    them whatever the threads: twice the step's time on two.  Now it evaluates as many blocks as run at once
-    (each call "takes" 1 s here, its groups in parallel), and its sums are those of the columns it read."""
+    (two at a time), on four 2; one of 40 is 5 blocks in groups of 2, 1, 1 and 1: 5 on one thread, 3 on two
+    (the free thread takes the next group).  The first block evaluated one block on one thread and called a
+    step all of them whatever the threads: twice the step's time on two.  Now it evaluates as many blocks
+    as run at once (each call "takes" 1 s here, its groups in parallel), and its sums are those of the
+    columns it read."""
     X = np.random.default_rng(1).standard_normal((96, 96))
     calls = _slow_kernel(monkeypatch, fake_clock, 96)
     start, offs = _start(96)
     monkeypatch.setattr(_threads, "_COMPILED_THREADS", threads)
-    probe = C.first_block(lambda a, b: X[:, a:b], start, offs, settings=C.ColumnSettings(batch=64), width=8)
+    probe = C.first_block(lambda a, b: X[:, a:b], start, offs, settings=C.ColumnSettings(batch=batch), width=8)
     assert calls == [columns] and probe.step_seconds == pytest.approx(seconds)
     P = ChordOperator(start, offs).to_dense()[:, :columns]
     S = X[:, :columns]

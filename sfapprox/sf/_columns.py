@@ -401,12 +401,17 @@ def first_block(columns: Callable[[int, int], np.ndarray], values: np.ndarray, o
 
 def _step_rounds(n: int, settings: ColumnSettings, width: int, threads: int) -> tuple[int, int]:
     """How a step of ``settings.batch`` columns runs its blocks of ``width`` on ``threads`` threads: the
-    rounds of ``t`` blocks at once it takes (each thread takes its groups in turn, a group its blocks one
-    after another), and ``t``, the blocks that run at once.  One thread: a round per block."""
+    rounds of ``t`` blocks at once it takes, and ``t``, the blocks that run at once.  Its blocks are split
+    into ``settings.groups`` groups as the kernel splits them (``numpy.array_split``), and each thread takes
+    the next group when it is free (:func:`._kernels._run_tasks`), a group's blocks one after another: the
+    rounds are the most blocks one thread runs.  One thread: a round per block."""
     blocks = -(-min(n, max(1, settings.batch)) // width)
     groups = min(max(1, settings.groups), blocks)
     at_once = max(1, min(threads, groups))
-    return -(-groups // at_once) * -(-blocks // groups), at_once
+    loads = [0] * at_once
+    for size in (len(g) for g in np.array_split(np.arange(blocks), groups)):
+        loads[loads.index(min(loads))] += size  # the thread that is free first takes the next group
+    return max(loads), at_once
 
 
 def fit_columns(
