@@ -41,6 +41,7 @@ import numpy as np
 
 from .. import _streams, _timing
 from .._settings import DEFAULT_SEED
+from ..formats import limit_text
 from .._signals import stop_requested
 from ._kernels import NUMBA_GROUPS, _numba_module, block_loss_and_grad
 from ._multistart import multiple_error
@@ -724,8 +725,8 @@ def _steps_instead_of_passes(columns, values: np.ndarray, offsets, *, settings: 
     left = deadline.left()
     fit = fit_columns(columns, values, offsets, settings=settings, width=width, max_iter=max_iter,
                       time_limit=left, seed=seed, callback=callback, probe=probe)
-    fit.note = (f"L-BFGS by passes: a pass (about {pass_seconds:.3g} s by the first block) did not fit the "
-                f"{left:.3g} s left; Adam's steps of {min(values.shape[1], settings.batch):,} columns instead")
+    fit.note = (f"L-BFGS by passes: a pass (about {limit_text(pass_seconds)} s by the first block) did not fit the "
+                f"{limit_text(left)} s left; Adam's steps of {min(values.shape[1], settings.batch):,} columns instead")
     return fit
 
 

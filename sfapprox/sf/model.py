@@ -54,7 +54,7 @@ from .._validation import (
     held_bytes,
     memory_limit,
 )
-from ..formats import counted, shape_text
+from ..formats import counted, limit_text, shape_text
 from ..budget import sf_structure
 from ..chord import (
     butterfly_n_factors,
@@ -1880,11 +1880,12 @@ def _rank_one_product(source: MatrixSource, pilot: _Pilot, chunk: int, width: in
     estimate = pilot.seconds * n / max(1, pilot.columns)
     if estimate > seconds:
         return None, (f"at the rate of its first {counted(pilot.columns, 'column')} the pass would take about "
-                      f"{estimate:.3g} s, over the {seconds:.3g} s it may take ({share:.0%} of the time left)")
+                      f"{limit_text(estimate)} s, over the {limit_text(seconds)} s it may take "
+                      f"({share:.0%} of the time left)")
     v, done, took = _transposed_product(source, pilot.left, chunk, width, _timing.Deadline.after(seconds))
     if v is None:
         return None, (f"the pass was stopped after {counted(done, 'column')} of {n:,}: at their rate it would take "
-                      f"about {took * n / max(1, done):.3g} s, over the {seconds:.3g} s it may take "
+                      f"about {limit_text(took * n / max(1, done))} s, over the {limit_text(seconds)} s it may take "
                       f"({share:.0%} of the time left)")
     return v, None
 
