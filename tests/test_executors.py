@@ -291,6 +291,7 @@ def test_a_shared_object_that_does_not_pickle_is_one_parameter_error(tmp_path, c
     traceback (dask's "Could not serialize object of type FileSource", above three chained tracebacks it
     logged as an ERROR), not a line saying what could not be sent, and why."""
     import logging
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     from sfapprox import ParameterError
@@ -299,7 +300,10 @@ def test_a_shared_object_that_does_not_pickle_is_one_parameter_error(tmp_path, c
     held = _HoldsAFile(tmp_path / "x")
     refusal = pickle_refusal(held)  # "cannot pickle '_io.BufferedReader' object" before Python 3.12
     try:
-        with ProcessPoolExecutor(1) as pool:
+        # spawn, as the batch's pool: the default on Linux before Python 3.14 forks this process, whose earlier
+        # tests left threads running (a Dask cluster's, the kernels' helpers), and a child forked while one of
+        # them held a lock waited for it forever (seen once in three runs of test_kernels + this file, 3.12)
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
             with pytest.raises(ParameterError, match=r"^the matrix source cannot be sent to the executor's workers: "
                                rf"it does not pickle \({refusal}\); .*__reduce__"):
                 list(ordered_map(pool, _first, [1, 2], shared=[held]))
