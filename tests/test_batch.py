@@ -2339,6 +2339,20 @@ def test_process_workers_share_the_cores_this_process_may_use(tmp_path, monkeypa
     assert settings["initargs"][0] == 1  # threads per worker: 2 cores, 2 workers
 
 
+def test_process_workers_are_spawned_not_forked(tmp_path, monkeypatch):
+    """batch -j 2's workers start in a fresh interpreter: a fork (the default start on Linux before Python
+    3.14) copied a parent running threads (the kernels' helpers, torch's OpenMP pool, the signal waiter), and
+    a child forked while one of them held a lock waited for it forever (Python 3.12 warns of it)."""
+    import sfapprox.datasets.batch as batch
+
+    monkeypatch.setattr(batch, "ProcessPoolExecutor", _PoolRecordingItsSettings)
+    monkeypatch.setattr(_PoolRecordingItsSettings, "made", [])
+    m = write_manifest(tmp_path / "m.toml", gen_entry("a"), gen_entry("b", seed=2))
+    assert run_batch(m, tmp_path / "out", TSVD, jobs=2).written == 2
+    (settings,) = _PoolRecordingItsSettings.made
+    assert settings["mp_context"].get_start_method() == "spawn"
+
+
 def test_a_long_number_in_a_refusal_counts_its_digits_as_other_messages_count():
     """"(1000 digits)": thousands separated (formats.counted), as the tables write counts."""
     from sfapprox.datasets.results_file import record_problem

@@ -1331,6 +1331,11 @@ def _run_processes(tasks: list[MatrixTask], jobs: int, write: Callable[[dict], N
     # the cores this process may use, shared: os.cpu_count() is the host's, so under a container's CPU quota
     # each of 2 workers started 16 threads on 2 CPUs' worth of time on a 32-core host (throttled)
     threads = max(1, available_cores() // jobs)
+    # spawn, not fork (Linux's default before Python 3.14): the parent may run threads by then (rich's
+    # progress refresh, torch's and BLAS's pools once a fit ran here, a library caller's own), and a child
+    # forked while one held a lock (stderr's, malloc's, libgomp's) waits for it forever; Python 3.12 warns
+    # of it.  A fresh interpreter per worker costs its imports once per batch, not per matrix, and starts
+    # the same way on Linux, macOS and Windows (tests/test_batch.py: spawned_not_forked)
     context = multiprocessing.get_context("spawn")
     pipe = _RecordPipe(context, begun)
     with children_keep_hang_ups_blocked():  # (the pool's queues start multiprocessing's resource tracker)
