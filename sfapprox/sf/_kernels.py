@@ -417,7 +417,10 @@ def _run_tasks(tasks: list, threads: int) -> list:
                 return
             results[i] = tasks[i]()
 
-    pool = _pool(os.getpid())  # a forked child (a batch worker) starts its own: the parent's threads are not in it
+    # keyed by pid: a child forked by the caller's code (multiprocessing's fork start, Linux's default before
+    # Python 3.14) inherits this cache but not the parent's threads, so it starts its own pool.  Batch
+    # workers are spawned (datasets/batch.py `_run_processes`): they import this module afresh.
+    pool = _pool(os.getpid())
     futures = [pool.submit(work) for _ in range(threads - 1)]
     try:
         work()
