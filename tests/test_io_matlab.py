@@ -50,6 +50,20 @@ class TestV5:
         np.testing.assert_allclose(m.to_dense(), A.toarray())
         assert "Problem.A" in m.notes[0]
 
+    def test_a_sparse_variable_reads_without_a_warning_from_scipy(self, tmp_path):
+        """scipy 1.18's loadmat warns on every read of a sparse variable that does not say which sparse type
+        it wants ("The default value for `spmatrix` is changing to `False` in v1.20"): asked for an array,
+        where it takes the keyword.  (A struct's sparse field is not converted by loadmat, nor warned on.)"""
+        import warnings
+
+        p = tmp_path / "s.mat"
+        scipy.io.savemat(p, {"A": sp.csc_matrix(NONSYM)})
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            m = load_matrix(p)
+        assert m.is_sparse
+        np.testing.assert_array_equal(m.to_dense(), NONSYM)
+
     def test_problem_dense_field_and_dotted_var(self, tmp_path):
         p = tmp_path / "d.mat"
         scipy.io.savemat(p, {"Problem": {"A": NONSYM, "B": np.eye(4)}, "W": np.eye(2)})

@@ -314,9 +314,10 @@ def strip_compression(name: str) -> str:
 
 
 def sparse_array_asked(reader) -> dict[str, bool]:
-    """The keyword that asks scipy's ``reader`` (``mmread``, ``hb_read``) for a sparse array, where it takes
-    one: scipy 1.18 warns on every read that does not say (its default turns from a sparse matrix to an
-    array in 1.20); an older scipy has no such keyword.  The readers convert what they get either way."""
+    """The keyword that asks scipy's ``reader`` (``mmread``, ``hb_read``, ``loadmat``) for a sparse array,
+    where it takes one: scipy 1.18 warns on every read that does not say (its default turns from a sparse
+    matrix to an array in 1.20); an older scipy has no such keyword.  The readers convert what they get
+    either way."""
     return {"spmatrix": False} if "spmatrix" in inspect.signature(reader).parameters else {}
 
 

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from .._errors import SfapproxError, parameter
 from .._validation import check_memory, format_bytes, memory_limit
 from ..formats import shape_text
-from ._common import HDF5_SIGNATURE, Options, ReadResult, Source, check_order, one_line
+from ._common import HDF5_SIGNATURE, Options, ReadResult, Source, check_order, one_line, sparse_array_asked
 from ._hdf5 import check_self_contained, read_dataset
 
 try:  # public location since scipy 1.8
@@ -103,7 +103,7 @@ def _read_v5(src: Source, opts: Options) -> ReadResult:
     _check_v5_sizes(src, variables, [v.name for v in listed], opts)
     try:
         for v in listed:
-            structs[v.name] = scipy.io.loadmat(src.file_arg(), variable_names=[v.name])[v.name]
+            structs[v.name] = _loadmat(src, v.name)
             v.fields = tuple(structs[v.name].dtype.names or ())
     except _V5_ERRORS as exc:
         raise _unreadable(src, exc, "not a readable MATLAB file") from None
@@ -116,7 +116,7 @@ def _read_v5(src: Source, opts: Options) -> ReadResult:
     if top not in structs:
         _check_v5_sizes(src, variables, [top], opts)
     try:
-        value = structs[top] if top in structs else scipy.io.loadmat(src.file_arg(), variable_names=[top])[top]
+        value = structs[top] if top in structs else _loadmat(src, top)
     except _V5_ERRORS as exc:
         raise _unreadable(src, exc, f"cannot read variable {top!r}", damaged=True) from None
     name = top
@@ -124,6 +124,13 @@ def _read_v5(src: Source, opts: Options) -> ReadResult:
         value = _v5_field(src, value, top, fld)
         name = f"{top}.{fld}"
     return _finish(src, value, name, "MATLAB v5")
+
+
+def _loadmat(src: Source, name: str):
+    """Variable ``name`` of a v4/v5/v7 file, read whole by scipy; a sparse one as a sparse array where this
+    scipy takes the keyword that asks for one (1.18 warns on every read of a sparse variable that does not
+    say, and turns its default in 1.20): :func:`_finish` takes a matrix or an array alike."""
+    return scipy.io.loadmat(src.file_arg(), variable_names=[name], **sparse_array_asked(scipy.io.loadmat))[name]
 
 
 #: What to do with a file that is cut short or damaged: no reading of it can tell what is missing.
