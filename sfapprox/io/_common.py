@@ -104,8 +104,10 @@ def check_sparse_order(n: int, src: "Source", what: str = "matrix") -> None:
 
 
 #: Bytes a line of text split into a list of strings (``str.splitlines``) holds beside its characters: its
-#: str's header (49 bytes for ASCII, 76 for wider text, CPython 3.11) and the list's pointer, rounded up
-#: (benchmarks/results/text_memory.md).
+#: str's header (49 bytes for ASCII, 74-80 for wider text, CPython 3.11) and the list's pointer, rounded up
+#: (benchmarks/results/text_memory.md).  CPython 3.12 and 3.13's headers are 8 bytes smaller (41, 60-64:
+#: PEP 623 removed the wstr field; a 5-character line traced 54 bytes beside its characters, 3.11's 62):
+#: the largest, 3.11's, kept for all (a constant, not measured at import: it over-counts 3.12+ by 8 a line).
 LINE_OBJECT_BYTES = 80
 
 

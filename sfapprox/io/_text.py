@@ -33,8 +33,11 @@ _DAMAGED_BANNER = re.compile(
 
 #: Peak bytes a cell of a table numpy parses, beside the text and its lines held (:func:`split_cost`): its
 #: float64 and the finite check's two boolean masks, 10 bytes measured (benchmarks/results/text_memory.md:
-#: a 2,236 x 2,236 0/1 CSV peaked at 80.0 MB traced, its text and lines 30 MB), and 4 of margin.
-_TABLE_CELL_BYTES = 14
+#: a 2,236 x 2,236 0/1 CSV peaked at 80.0 MB traced, its text and lines 30 MB), and 4 of margin.  numpy 2.5's
+#: ``loadtxt`` holds its table twice at its peak (16.1-17.4 bytes a cell traced against 2.4's 8.1-9.5, for
+#: 300 x 300 to 100,000 x 3 tables, on Python 3.12 alike: the numpy, not the Python), so 8 more there: at 14
+#: a 300 x 300 0/1 CSV's read peaked 13% over its check, now 1.24 times under it as on 2.4.
+_TABLE_CELL_BYTES = 22 if np.lib.NumpyVersion(np.__version__) >= "2.5.0" else 14
 #: The same for a cell of the row-by-row path (:func:`_slow_table`): a Python string in a row's list, the
 #: rows' copies and the float64 table, 75 bytes measured (a 1,000 x 1,000 CSV with one Fortran exponent
 #: peaked at 103.0 MB traced, 107.9 MB RSS, its text and lines 27.6 MB), and 25 of margin.
