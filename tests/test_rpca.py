@@ -1209,3 +1209,34 @@ def test_godec_in_memory_fits_no_split_of_a_rank_at_least_an_exact_ones():
     assert grid[3]["fro_error"] <= 1e-12 * np.linalg.norm(X) and grid[2].get("skipped") == "exact"
     assert grid[0]["fro_error"] is not None  # a lower rank may store fewer numbers: still fitted
     assert est.rank_ == 1 and _err(X, est) <= 1e-12 * np.linalg.norm(X)
+
+
+@pytest.mark.parametrize("method", ["godec", "pcp"])
+def test_largest_entries_alone_that_miss_x_stop_closed_form_not_exact(method):
+    """A rank-0 split (X's largest entries) that does not reproduce X says ``closed_form``, README's stop for the
+    largest entries; ``exact`` is for a surrogate that reproduces X (a 2 x 2 matrix said it at 0.24 of ||X||)."""
+    X = np.random.default_rng(0).standard_normal((2, 2))
+    rp = RobustPCA(budget=4, method=method, device="cpu").fit(X)
+    assert rp.rank_ == 0 and rp.rel_error_ > 0.1
+    assert rp.stop_reason_ == "closed_form" and rp.params_["converged"]
+
+
+def test_largest_entries_alone_that_hold_x_stop_exact():
+    X = np.zeros((6, 6))
+    X[1, 2], X[4, 0] = 3.0, -1.0
+    rp = RobustPCA(budget=4, device="cpu").fit(X)
+    assert rp.rank_ == 0 and rp.fro_error_ == 0.0 and rp.stop_reason_ == "exact"
+
+
+def test_largest_entries_from_columns_that_miss_x_stop_closed_form():
+    from sfapprox.baselines._rpca_columns import fit_split_columns
+    from sfapprox.sources import ArraySource
+
+    X = np.random.default_rng(0).standard_normal((8, 8))
+    error, *_, reason = fit_split_columns(ArraySource(X), 0, 5, max_iter=10, tol=1e-6, seed=0, deadline=None,
+                                          max_memory=None)
+    assert error > 0.1 * np.linalg.norm(X) and reason == "closed_form"
+    rank_one = np.outer(np.arange(1.0, 9.0), np.ones(8))
+    error, *_, reason = fit_split_columns(ArraySource(rank_one), 1, 0, max_iter=10, tol=1e-6, seed=0,
+                                          deadline=None, max_memory=None)
+    assert error < 1e-10 and reason == "exact"

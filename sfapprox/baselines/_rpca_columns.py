@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from .. import _timing
 from ..sources import DistributedSource, MatrixSource
 from .._settings import COUNT_INDICES
-from ._rpca_parts import _Candidate, carrying_entries, skipped_record, split_stage
+from ._rpca_parts import _Candidate, carrying_entries, settled_stop, skipped_record, split_stage
 from .rsvd import randomized_svd, source_svd
 from .tsvd import carrying_rank, preferred, reproduces, round_off
 from .sparse import streamed_top
@@ -162,15 +162,15 @@ def fit_split_columns(source: MatrixSource, rank: int, n_sparse: int, *, max_ite
     :class:`~sfapprox._progress.Reporter`) is given each iteration's error (its top-s pass's)."""
     n = source.n
     empty = (np.zeros((n, 0)), np.zeros(0), np.zeros((0, n)))
-    if rank == 0:  # the largest entries of X: one pass, exact
+    if rank == 0:  # the largest entries of X: one pass
         idx, vals, error = _timed_sparse_part(timing, source, *empty, n_sparse, max_memory)
-        return error, *empty, idx, vals, 0, "exact"
+        return error, *empty, idx, vals, 0, settled_stop(error, norm_below(empty[1], vals, error))
     started = _timing.now()
     given = None if start is None else start.leading(rank)
     U, sig, Vt = _carrying(*(given if given is not None else _low_rank(source, sp.csr_array((n, n)), rank, seed)))
     idx, vals, error = _timed_sparse_part(timing, source, U, sig, Vt, n_sparse, max_memory)
-    if n_sparse == 0:
-        return error, U, sig, Vt, idx, vals, 0, "exact"
+    if n_sparse == 0:  # a randomized SVD's L
+        return error, U, sig, Vt, idx, vals, 0, settled_stop(error, norm_below(sig, vals, error))
     per_iteration = _timing.now() - started
     if given is not None:  # that was one pass; the next iteration also computes its L
         per_iteration += (2 + 2 * POWER_ITERATIONS) * start.product_pass

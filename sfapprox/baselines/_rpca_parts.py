@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..budget import rpca_count
-from .tsvd import round_off
+from .tsvd import reproduces, round_off
 
 
 # --------------------------------------------------------------------------- what carries nothing
@@ -76,6 +76,20 @@ class _Candidate:
             "count": rpca_count(n, *kept, count_indices=count_indices),
             **({"rank_kept": kept[0], "n_sparse_kept": kept[1]} if kept != (rank, n_sparse) else {}),
         }
+
+
+def settled_stop(error: float, norm: float, best_rank: bool = False) -> str:
+    """The ``stop_reason`` of a split settled without GoDec (rank 0: ``X``'s largest entries; no sparse part: the
+    start's ``L``): ``"exact"`` where it reproduces ``X`` (:func:`~.tsvd.reproduces`) or, with ``best_rank``, is
+    LAPACK's best rank-r approximation (as TruncatedSVD says), else ``"closed_form"`` (README's stop for the
+    largest entries and a randomized SVD).  A rank-0 split of a 2 x 2 matrix said ``exact`` at 0.24 of ``||X||``.
+
+    Examples
+    --------
+    >>> settled_stop(0.0, 1.0), settled_stop(0.24, 1.0), settled_stop(0.24, 1.0, best_rank=True)
+    ('exact', 'closed_form', 'exact')
+    """
+    return "exact" if best_rank or reproduces(error, norm) else "closed_form"
 
 
 def skipped_record(split: tuple[int, int], why: str, **extra) -> dict:

@@ -67,7 +67,7 @@ from .._settings import COUNT_INDICES, DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._threads import AdaptiveThreads
 from ..sources import MatrixLike, MatrixSource, columns_within, room
 from .._validation import LIBRARY_WORKING_SET, check_memory, estimate_dense_bytes, is_zero_matrix
-from ._rpca_parts import _Candidate, carrying_entries, skipped_record, split_stage
+from ._rpca_parts import _Candidate, carrying_entries, settled_stop, skipped_record, split_stage
 from ..budget import (
     below_smallest,
     check_within,
@@ -87,6 +87,9 @@ __all__ = ["RobustPCA", "RANK_FRACTIONS", "PCP_MU_GROWTH"]
 #: Default rank grid with only a budget: these fractions of the largest rank
 #: that fits (rounded, deduplicated); each rank gives the rest of the budget to S.
 RANK_FRACTIONS = (1.0, 0.75, 0.5, 0.25, 0.0)
+
+#: Stops of a split that ran to its end (``params_["converged"]``): one the time limit did not cut.
+SETTLED = ("exact", "closed_form", "converged")
 
 #: Extra basis vectors of the warm-started subspace step.
 OVERSAMPLE = 10
@@ -562,8 +565,15 @@ _start_svd = leading_svd
 
 
 def _scored(dense: np.ndarray, U, sig, Vt, n_sparse: int, norm: float, n_iter: int = 0,
-            stop_reason: str = "exact") -> _Candidate:
-    return _Candidate(*_score(dense, U, sig, Vt, n_sparse, norm), n_iter, stop_reason)
+            stop_reason: str | None = None) -> _Candidate:
+    """``L = U diag(sig) Vt`` with its best ``S`` (:func:`_score`).  ``stop_reason`` None: a split settled without
+    GoDec (:func:`~._rpca_parts.settled_stop`); ``L`` with no ``S`` is the start SVD's, LAPACK's best rank-r up to
+    :data:`~.tsvd.EXACT_MAX_N` (:func:`~.tsvd.leading_svd`)."""
+    scored = _score(dense, U, sig, Vt, n_sparse, norm)
+    if stop_reason is None:
+        best_rank = n_sparse == 0 and sig.size > 0 and dense.shape[0] <= EXACT_MAX_N
+        stop_reason = settled_stop(scored[0], norm, best_rank)
+    return _Candidate(*scored, n_iter, stop_reason)
 
 
 def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_iter: int, tol: float, norm: float,
@@ -588,7 +598,7 @@ def _fit_split(dense: np.ndarray, Xt, rank: int, n_sparse: int, start, *, max_it
     else:
         first, scoring = scored
     if rank == 0 or n_sparse == 0:
-        # r = 0: S = the s largest entries of X; s = 0: L = the start. Both exact.
+        # r = 0: S = the s largest entries of X; s = 0: L = the start (their stop: _scored's).
         return first
     if deadline is not None and deadline.end is not None:
         # GoDec stops early enough for its result to be scored as the start just was.
@@ -1014,7 +1024,9 @@ class RobustPCA(Approximation):
         same as :meth:`frobenius_error` to round-off; the relative error None for X all zeros).  None
         after a fit from columns, whose errors are differences of sums of squares: score it there.
     stop_reason_ : str
-        The chosen split's: ``"exact"``, ``"converged"``, ``"max_iter"`` or ``"time_limit"``.
+        The chosen split's: ``"exact"`` (it reproduces ``X``, or no sparse part and LAPACK's best rank-r),
+        ``"closed_form"`` (the largest entries alone, or a randomized SVD's ``L`` alone), ``"converged"``,
+        ``"max_iter"`` or ``"time_limit"``.
     params_ : dict
         ``rank``, ``n_sparse`` (what is stored), ``count_indices``, ``index_storage``, ``method``,
         ``split`` (the ``[rank, n_sparse]`` fitted, where fewer are stored: singular values and
@@ -1278,7 +1290,7 @@ class RobustPCA(Approximation):
             # the split fitted, where round-off (singular values, entries) or exact zeros were not stored
             **({"split": list(best.split)} if best.split is not None and best.split != (rank, n_sparse) else {}),
             "iterations": best.n_iter,
-            "converged": best.stop_reason in ("exact", "converged"),
+            "converged": best.stop_reason in SETTLED,
             **({"splits_skipped": skipped} if skipped else {}),
             # (the kept split's rank-r step; an all-sparse one has none, and where X's own entries settled the
             # fit no SVD ran at all)
@@ -1290,7 +1302,7 @@ class RobustPCA(Approximation):
         }
         # A grid the time limit cut short stopped on it, whatever its best split's own stop (an all-sparse
         # split is exact: "stop=exact" read as a finished fit where one split of twelve had run).
-        self.stop_reason_ = "time_limit" if skipped and best.stop_reason in ("exact", "converged") else best.stop_reason
+        self.stop_reason_ = "time_limit" if skipped and best.stop_reason in SETTLED else best.stop_reason
         self.operator_ = HybridOperator(n, low_rank=self.L_, sparse=self.S_, count_indices=self.count_indices)
         if skipped:
             warnings.warn(f"RobustPCA ({self.method}) tried {len(grid) - skipped} of its {len(grid)} rank/sparse "
