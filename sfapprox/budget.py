@@ -428,14 +428,15 @@ class Budget:
     @property
     def note(self) -> str | None:
         """A sentence for the user when the budget was clamped, or when ``1`` was read as the fraction
-        1 of ``N^2`` (None otherwise)."""
+        1 of ``N^2`` where that is more than one stored number (None otherwise: at N = 1 both readings are the
+        matrix's one entry, and a sweep's own budget 1 there said so though no budget was typed)."""
         if self.dense is not None:  # README promised no budget above N^2: this one is, and said nowhere
             return (f"budget sf (SF's own count, {self.value:,} stored numbers) is above the {self.dense:,} entries "
                     "of the matrix: SF's structure needs it, so it is not capped, and a method may store more "
                     "than X's entries (the verdict says where a dense copy costs no more)")
         if self.requested is None:
-            if _is_one(self.spec):
-                return (f"budget {self.spec} is the fraction 1 of N^2: all {self.value:,} entries (a count of "
+            if _is_one(self.spec) and self.value > 1:
+                return (f"budget {self.spec} is the fraction 1 of N²: all {self.value:,} entries (a count of "
                         "stored numbers is a whole number above 1)")
             return None
         return (f"budget {self.spec.split(' (')[0]} ({count_text(self.requested)} stored numbers) is above the "
@@ -484,10 +485,10 @@ def parse_budget(spec: str | int | float | None) -> str:
         value = float(text)
     except ValueError:
         raise ParameterError(
-            f"budget must be 'sf', a positive integer or a fraction of N^2 in (0, 1]; got {spec!r}"
+            f"budget must be 'sf', a positive integer or a fraction of N² in (0, 1]; got {spec!r}"
         ) from None
     if not math.isfinite(value) or value <= 0:
-        raise ParameterError(f"budget must be a finite positive number ('sf', a count or a fraction of N^2 in "
+        raise ParameterError(f"budget must be a finite positive number ('sf', a count or a fraction of N² in "
                              f"(0, 1]), got {spec!r}")
     if value > 1 and value != int(value):
         raise ParameterError(
@@ -498,7 +499,7 @@ def parse_budget(spec: str | int | float | None) -> str:
     if value > 1 and "." in text and "e" not in text:
         # "2.0" typed would be a count of 2 stored numbers: more likely a fraction or a percentage mistyped.
         raise ParameterError(f"budget {spec!r} is above 1 with a decimal point: write a count of stored values "
-                             f"as a whole number ({int(value)}), or a fraction of N^2 in (0, 1] (0.02 for 2%)")
+                             f"as a whole number ({int(value)}), or a fraction of N² in (0, 1] (0.02 for 2%)")
     return text
 
 

@@ -133,7 +133,7 @@ def _budget_specs(budgets) -> list[str]:
     if isinstance(budgets, Real):
         budgets = [budgets]
     elif not isinstance(budgets, Iterable):
-        raise ParameterError(f"budgets must be a budget or a list of budgets (fractions of N^2, counts or 'sf'); "
+        raise ParameterError(f"budgets must be a budget or a list of budgets (fractions of N², counts or 'sf'); "
                              f"got {type(budgets).__name__}")
     return parse_budget_list(budgets if isinstance(budgets, str) else list(budgets), name="budgets")
 
@@ -179,11 +179,13 @@ DEFAULT_FACTORS = (0.5, 1.0, 1.5, 2.0, 3.0)
 
 def default_budgets(n: int, methods: Sequence[str], *, count_indices: bool = COUNT_INDICES) -> list[str]:
     """Budgets around where the methods start to apply: 0.5, 1, 1.5, 2 and 3 times the largest
-    of their smallest budgets (:attr:`~sfapprox._base.MethodSpec.min_budget`), capped at ``N^2``.
+    of their smallest budgets (:attr:`~sfapprox._base.MethodSpec.min_budget`), within 2 to ``N^2``.
 
     At 0.5x some method is "not applicable" (which shows where it starts);
     from 1x on every method runs.  SF on a 234 x 234 graph needs about 30%
     of N², so fixed fractions such as 1%-10% would leave it out everywhere.
+    None is 1 where ``N^2`` is more: a budget of ``"1"`` is read as the fraction 1 of ``N^2``
+    (:func:`~sfapprox.budget.resolve_budget`), and at N = 2 rpca's 0.5x ran at all 4 entries.
 
     Parameters
     ----------
@@ -205,13 +207,51 @@ def default_budgets(n: int, methods: Sequence[str], *, count_indices: bool = COU
     ['486', '972', '1296']
     >>> default_budgets(100, ["sf", "tsvd"])
     ['1750', '3500', '5250', '7000', '10000']
+    >>> default_budgets(2, ["rpca"])
+    ['2', '3', '4']
     """
+    base = smallest_common_budget(n, methods, count_indices=count_indices)
+    values = sorted({_within(n, f * base) for f in DEFAULT_FACTORS})
+    return [str(v) for v in values]
+
+
+def smallest_common_budget(n: int, methods: Sequence[str], *, count_indices: bool = COUNT_INDICES) -> int:
+    """The largest of the methods' smallest budgets (``N^2`` where none has one): what :func:`default_budgets`
+    multiplies."""
     context = RunContext(count_indices=count_indices)
     needs = [get_method(m).min_budget(n, context) for m in methods]
     known = [b for b in needs if b is not None]
-    base = max(known) if known else n * n
-    values = sorted({max(1, min(n * n, int(round(f * base)))) for f in DEFAULT_FACTORS})
-    return [str(v) for v in values]
+    return max(known) if known else n * n
+
+
+def _within(n: int, budget: float) -> int:
+    """``budget`` rounded, within 2 (a budget of 1 reads as all of ``N^2``) to ``N^2``."""
+    return min(n * n, max(2, int(round(budget))))
+
+
+def default_budgets_words(n: int, methods: Sequence[str], *, count_indices: bool = COUNT_INDICES) -> str:
+    """How :func:`default_budgets` chose its budgets, for the note that lists them: the multiples and of what,
+    and where they were capped (at N = 1 a sweep said "1 (0.5 to 3 times the smallest budget at which tsvd
+    applies)", tsvd's smallest being 3).
+
+    Examples
+    --------
+    >>> default_budgets_words(300, ["sf", "tsvd"])
+    '0.5 to 3 times the smallest budget at which all of sf, tsvd apply'
+    >>> default_budgets_words(100, ["sf", "tsvd"])
+    '0.5 to 3 times the smallest budget at which all of sf, tsvd apply, 3,500, capped at N² = 10,000'
+    >>> default_budgets_words(1, ["tsvd"])
+    '0.5 to 3 times the smallest budget at which tsvd applies, 3, capped at N² = 1'
+    >>> default_budgets_words(2, ["rpca"])
+    '0.5 to 3 times the smallest budget at which rpca applies, 2, raised to 2 and capped at N² = 4'
+    """
+    base = smallest_common_budget(n, methods, count_indices=count_indices)
+    which = f"{methods[0]} applies" if len(methods) == 1 else f"all of {', '.join(methods)} apply"
+    words = f"0.5 to 3 times the smallest budget at which {which}"
+    multiples = [int(round(f * base)) for f in DEFAULT_FACTORS]
+    bounds = [text for text, moved in ((f"raised to {_within(n, 2)}", any(m < _within(n, m) for m in multiples)),
+                                       (f"capped at N² = {n * n:,}", any(m > n * n for m in multiples))) if moved]
+    return f"{words}, {base:,}, {' and '.join(bounds)}" if bounds else words
 
 
 #: A budget named in a method's reason ("budget 40 is too small ..."): the same reason at every budget

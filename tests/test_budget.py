@@ -212,8 +212,28 @@ def test_a_budget_of_1_says_it_is_all_of_n2():
     from sfapprox.budget import resolve_budget
 
     one = resolve_budget(1, 10)
-    assert one.value == 100 and one.note.startswith("budget 1 is the fraction 1 of N^2: all 100 entries")
+    assert one.value == 100 and one.note.startswith("budget 1 is the fraction 1 of N²: all 100 entries")
     assert resolve_budget(0.5, 10).note is None and resolve_budget(2, 10).note is None
+
+
+def test_a_budget_of_1_at_n_1_needs_no_note():
+    """At N = 1 the fraction 1 and the count 1 are the same one entry: a sweep's own budget 1 there said
+    "budget 1 is the fraction 1 of N^2" though no budget was typed."""
+    from sfapprox.budget import resolve_budget
+
+    one = resolve_budget("1", 1)
+    assert one.value == 1 and one.note is None
+
+
+def test_budget_messages_write_n_squared_as_the_others_do():
+    """Budget messages wrote N^2 in UTF-8 output where every other message writes N² (spelled N^2 where the
+    stream cannot write it, formats.to_ascii)."""
+    from sfapprox.budget import parse_budget
+
+    for bad, says in (("abc", "a fraction of N² in (0, 1]"), ("-3", "a fraction of N² in"),
+                      ("2.0", "a fraction of N² in (0, 1] (0.02 for 2%)")):
+        with pytest.raises(ParameterError, match=re.escape(says)):
+            parse_budget(bad)
 
 
 def test_sfs_own_count_above_n_squared_stands_and_says_so():

@@ -54,7 +54,7 @@ CASES = [
     (("compare", "batch"), ["--budget", "nan"], "budget must be a finite positive number"),
     (("compare", "batch"), ["--budget", "2.5"], "neither a fraction"),
     (("compare", "batch"), ["--budget", "2.0"], "above 1 with a decimal point: write a count of stored values"),
-    (("sweep",), ["--budgets", "0.1,2.0"], "as a whole number (2), or a fraction of N^2 in (0, 1]"),
+    (("sweep",), ["--budgets", "0.1,2.0"], "as a whole number (2), or a fraction of N² in (0, 1]"),
     (("fit",), ["--budget", "inf"], "budget must be a finite positive number"),
     (("sweep",), ["--budgets", "0.1,zero"], "budget"),
     # --support butterfly --base 3 was refused only once the matrix had loaded

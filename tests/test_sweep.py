@@ -895,3 +895,31 @@ def test_an_older_sweep_file_without_seconds_shows_dashes():
     (table,) = Sweep.from_dict(data).tables()
     assert {row[f"{m} seconds"] for row in table.rows for m in ("sf", "tsvd")} == {"–"}
     assert "| – | – |" in render_markdown([table]) and not any(n.startswith("seconds:") for n in table.notes)
+
+
+def test_default_budgets_are_never_1_where_1_reads_as_all_of_n2():
+    """A default budget of 1 is read as the fraction 1 of N² (all 4 entries at N = 2): rpca's 0.5x ran at 4
+    numbers, and the note merged it with the budget 4."""
+    from sfapprox.sweep import default_budgets
+
+    for n in (2, 3, 5):
+        for methods in (["rpca"], ["sparse"], ["tsvd", "rpca"]):
+            assert "1" not in default_budgets(n, methods), (n, methods)
+    assert default_budgets(2, ["rpca"]) == ["2", "3", "4"] and default_budgets(1, ["tsvd"]) == ["1"]
+
+
+def test_the_default_budgets_note_says_where_they_were_capped(tmp_path):
+    """At N = 1 the note said "1 (0.5 to 3 times the smallest budget at which tsvd applies)", tsvd's smallest
+    being 3, and "budget 1 is the fraction 1 of N^2" though no budget was typed."""
+    path = tmp_path / "n1.npy"
+    np.save(path, np.array([[3.0]]))
+    out = CliRunner().invoke(app, ["sweep", str(path), "--methods", "tsvd"])
+    text = " ".join(out.output.split())
+    assert out.exit_code == 0, text
+    assert "budgets: 1 (0.5 to 3 times the smallest budget at which tsvd applies, 3, capped at N² = 1)" in text
+    assert "fraction 1" not in text
+    path = tmp_path / "m.npy"
+    np.save(path, np.random.default_rng(0).random((100, 100)))
+    out = CliRunner().invoke(app, ["sweep", str(path), "--methods", "sf,tsvd", "--time-limit", "0", "--iters", "1"])
+    text = " ".join(out.output.split())
+    assert "apply, 3,500, capped at N² = 10,000)" in text, text

@@ -34,7 +34,7 @@ def sweep(
         # here, not at the top: --help loads no numpy (tests/test_cli_terminal.py)
         from .._base import parse_methods
         from ..results import matrix_label
-        from ..sweep import beyond_dense, default_budgets, parse_budget_list
+        from ..sweep import beyond_dense, default_budgets, default_budgets_words, parse_budget_list
         from ..sweep import sweep as run_sweep
 
         names = parse_methods(methods)
@@ -45,9 +45,8 @@ def sweep(
         show_notes(loaded)
         if specs is None:
             specs = default_budgets(loaded.n, names, count_indices=count_indices)
-            which = f"{names[0]} applies" if len(names) == 1 else f"all of {', '.join(names)} apply"
             listed = ", ".join(f"{int(s):,}" for s in specs)  # thousands separated, as the table's budget column
-            note(f"budgets: {listed} (0.5 to 3 times the smallest budget at which {which})")
+            note(f"budgets: {listed} ({default_budgets_words(loaded.n, names, count_indices=count_indices)})")
             over = beyond_dense(loaded.n, names, count_indices=count_indices)
             if over:  # capped at N^2, they run at none of them (the note above promised every method)
                 needs = ", ".join(f"{m} {need:,}" for m, need in over.items())
