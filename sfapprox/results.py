@@ -575,6 +575,7 @@ def seconds_note(rows: list[MethodResult], *, from_columns: bool = False) -> str
     """The note a table's seconds need (:data:`SECONDS_NOTE`, or :data:`SECONDS_NOTE_COLUMNS` from columns),
     where a row's whole turn says much more than its fit's own (:func:`_beyond_fit`); None: the seconds read
     as the fits' and need no word.  Compare's table and sweep's (a column of seconds per method) say it alike.
+    A saved fit's row (``compare --with``) shows its own fit's seconds, from when it was made: the note says so.
 
     Parameters
     ----------
@@ -593,11 +594,37 @@ def seconds_note(rows: list[MethodResult], *, from_columns: bool = False) -> str
     True
     >>> seconds_note([MethodResult("tsvd", "ok", seconds=0.012, params={"fit_seconds": 0.008})]) is None
     True
+    >>> seconds_note([MethodResult("saved:mesh", "ok", seconds=3.2, params={"kind": "sf", "fit_seconds": 1.7})])
+    "seconds: saved:mesh shows its own fit's, when it was made, not this comparison's"
     """
-    if not any(_beyond_fit(r) for r in rows):
-        return None
+    saved = [r.method for r in rows if _is_saved_row(r) and isinstance(r.seconds, (int, float))]
+    if not any(_beyond_fit(r) for r in rows if not _is_saved_row(r)):
+        return None if not saved else f"seconds: {_saved_seconds_words(saved)}"
     # from columns the rows are scored together afterwards, in no row's seconds (a note says the pass's)
-    return SECONDS_NOTE_COLUMNS if from_columns else SECONDS_NOTE
+    note = SECONDS_NOTE_COLUMNS if from_columns else SECONDS_NOTE
+    return note if not saved else f"{note}; {_saved_seconds_words(saved)}"
+
+
+def _is_saved_row(r: MethodResult) -> bool:
+    """Whether row ``r`` is an included saved fit's (``compare --with``): its ``params`` record the ``kind`` of
+    surrogate, and its seconds are that fit's own, when it was made."""
+    return isinstance(r.params, dict) and "kind" in r.params and r.method not in methods()
+
+
+def _saved_seconds_words(names: list[str]) -> str:
+    """What the seconds of the saved fits' rows ``names`` are: their own fits' whole turns, when they were made
+    (saved:mesh's 3.25 s read as this comparison's turn, under a note saying the column was each method's).
+
+    Examples
+    --------
+    >>> _saved_seconds_words(["saved:mesh"])
+    "saved:mesh shows its own fit's, when it was made, not this comparison's"
+    >>> _saved_seconds_words(["saved:a", "saved:b"])
+    "saved:a and saved:b show their own fits', when they were made, not this comparison's"
+    """
+    if len(names) == 1:
+        return f"{names[0]} shows its own fit's, when it was made, not this comparison's"
+    return f"{and_listed(names)} show their own fits', when they were made, not this comparison's"
 
 
 def fit_seconds_note(summary: dict[str, Any]) -> str | None:

@@ -680,6 +680,25 @@ def test_the_seconds_note_fits_a_comparison_from_columns_and_leaves_older_rows_a
     assert SECONDS_NOTE not in notes and SECONDS_NOTE_COLUMNS not in notes
 
 
+def test_the_seconds_note_says_a_saved_fit_s_row_shows_its_own_fit_s_seconds():
+    """compare --with mesh.h5: the saved row's 3.25 s are its fit's, made before, under a note saying the column
+    is "each method's whole turn" in this comparison (the saved row itself called for that note)."""
+    from sfapprox.results import SECONDS_NOTE
+
+    def notes(*rows):
+        return Comparison({"name": "m", "n": 4}, 10, "sf", list(rows)).tables()[0].notes
+
+    saved = MethodResult("saved:mesh", "ok", 10, 1.0, 0.1, 3.25, {"kind": "sf", "fit_seconds": 1.7})
+    fit = MethodResult("tsvd", "ok", 9, 2.0, 0.2, 0.012, {"rank": 1, "fit_seconds": 0.008})
+    said = "saved:mesh shows its own fit's, when it was made, not this comparison's"
+    assert f"seconds: {said}" in notes(saved, fit)
+    assert SECONDS_NOTE not in notes(saved, fit)
+    slow = MethodResult("sf", "ok", 10, 1.0, 0.1, 5.9, {"fit_seconds": 1.76})
+    assert f"{SECONDS_NOTE}; {said}" in notes(slow, saved)
+    unscored = MethodResult("saved:mesh", "ok", 10, 1.0, 0.1, None, {"kind": "sf"})  # from columns: no seconds
+    assert not any(n.startswith("seconds:") for n in notes(unscored, fit))
+
+
 def test_fit_s_seconds_note_names_the_parts_that_ran_in_compare_s_words():
     """`fit`'s table said "seconds" and "fit_seconds" with no word on what the first holds beside the second
     (forming a kernel matrix, scoring): its note says it as compare's does, naming only what ran."""
