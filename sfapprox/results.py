@@ -349,7 +349,8 @@ class Comparison(ShownAsTables):
         if exact and _stores_entries_only(best):
             # (who holds them said before the count: "... with their positions (rpca's sparse part alone)
             # (45% of the budget)" put two parentheses in a row)
-            who = "" if best.method == "sparse" else f" in {best.method}'s sparse part alone"
+            who = (f" in {best.method}'s sparse part alone" if _kind(best) != "sparse" else
+                   "" if best.method == "sparse" else f" in {best.method}")  # (a saved sparse fit's named)
             text = (f"exact sparse storage is cheapest: X's {self._entries_words(best, who)} "
                     "and reproduce it exactly")
         elif exact:
@@ -390,7 +391,7 @@ class Comparison(ShownAsTables):
         # the entries the row holds before "nnz", which a saved fit's record (--with) has for its stored numbers:
         # "X's 576 non-zeros ... take 576 numbers" of a graph of 288
         entries = p.get("matrix_nnz", p.get("n_sparse", p.get("nnz", self.matrix.get("nnz"))))
-        positions = "" if row.method == "sparse" else " with their positions"
+        positions = "" if _kind(row) == "sparse" else " with their positions"
         return (f"{counted(entries, 'non-zero')}{who} take {counted(row.nnz, 'number')}{positions} "
                 f"({_share(row.nnz, self.budget)} of the budget)")
 
@@ -603,6 +604,19 @@ def seconds_note(rows: list[MethodResult], *, from_columns: bool = False) -> str
     # from columns the rows are scored together afterwards, in no row's seconds (a note says the pass's)
     note = SECONDS_NOTE_COLUMNS if from_columns else SECONDS_NOTE
     return note if not saved else f"{note}; {_saved_seconds_words(saved)}"
+
+
+def _kind(r: MethodResult) -> str:
+    """The method that made row ``r``: a saved fit's ``kind`` (``saved:mesh.sparse`` is sparse storage, and its
+    verdict spoke of "saved:mesh.sparse's sparse part alone ... with their positions", rpca's words), else its own.
+
+    Examples
+    --------
+    >>> _kind(MethodResult("saved:mesh.sparse", "ok", params={"kind": "sparse"})), _kind(MethodResult("rpca", "ok"))
+    ('sparse', 'rpca')
+    """
+    kind = r.params.get("kind") if _is_saved_row(r) else None
+    return kind if isinstance(kind, str) else r.method
 
 
 def _is_saved_row(r: MethodResult) -> bool:

@@ -113,6 +113,13 @@ def test_one_order_decides_the_star_the_verdict_and_the_json_winner():
     saved = MethodResult("saved:f", "ok", 24, 0.0, 0.0, 0.1, {"rank": 0, "n_sparse": 12, "nnz": 24})
     c = Comparison(info, 100, "sf", [_row("sf", 1.0), saved])
     assert c.verdict()["text"].startswith("exact sparse storage is cheapest: X's 12 non-zeros in saved:f's "), c.verdict()
+    # A saved sparse fit is sparse storage: the verdict spoke of its "sparse part alone ... with their positions",
+    # rpca's words, for checking method == "sparse" and not the saved kind
+    saved = MethodResult("saved:mesh.sparse", "ok", 33, 0.0, 0.0, 0.1,
+                         {"kind": "sparse", "exact": True, "n_sparse": 12, "matrix_nnz": 12, "nnz": 33})
+    c = Comparison(info, 100, "sf", [_row("sf", 1.0), saved])
+    assert c.verdict()["text"] == ("exact sparse storage is cheapest: X's 12 non-zeros in saved:mesh.sparse take 33 "
+                                   "numbers (33% of the budget) and reproduce it exactly"), c.verdict()
     # Not exact: the smallest error wins whatever it stores.
     c = Comparison(info, 100, "sf", [_row("sf", 1.0), _row("tsvd", 0.5)])
     assert c.winner() == c.verdict()["winner"] == "tsvd"
