@@ -56,6 +56,15 @@ def test_random_sparse_draws_the_matrix_sp_random_drew():
     np.testing.assert_array_equal(g.matrix.toarray(), before.toarray())
 
 
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_random_sparse_holds_an_entry_at_the_smallest_n(symmetric):
+    """At n = 2 and the default density 0.05, round(0.05 * 4) = 0 entries: an all-zero matrix."""
+    for n in (2, 3, 4):
+        A = syn.random_sparse(n, symmetric=symmetric).matrix
+        assert A.count_nonzero() >= 1, n
+    assert syn.random_sparse(30, 0.2, seed=5).matrix.nnz == round(0.2 * 900)  # a density that stores some: as asked
+
+
 def test_seed_changes_the_matrix():
     assert not np.array_equal(syn.banded(16, seed=0).matrix, syn.banded(16, seed=1).matrix)
 

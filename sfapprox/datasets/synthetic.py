@@ -84,7 +84,7 @@ def random_sparse(n: int, density: float = 0.05, *, symmetric: bool = False, see
     n : int
         Order of the matrix.
     density : float, default=0.05
-        Fraction of stored entries, in (0, 1].
+        Fraction of stored entries, in (0, 1]; at least one entry is stored, whatever ``N``.
     symmetric : bool, default=False
         Return ``(A + A.T) / 2`` (about twice the density off the diagonal).
     seed : int, default=0
@@ -100,11 +100,16 @@ def random_sparse(n: int, density: float = 0.05, *, symmetric: bool = False, see
     >>> g = random_sparse(32, 0.1)
     >>> g.matrix.shape, g.matrix.nnz > 0
     ((32, 32), True)
+    >>> random_sparse(2).matrix.nnz  # round(0.05 * 4) = 0 entries: one at least
+    1
     """
     _check_n(n)
     _check_fraction("density", density)
     rng = np.random.default_rng(seed)
     # random_state=, not rng=: random_array's rng= keyword came in scipy 1.15 (pyproject allows 1.12)
+    # at least one entry: random_array stores round(density * N^2), none at N = 2 and the default 0.05 (an
+    # all-zero "sparse" matrix, which no method has anything to approximate in)
+    density = max(density, 1.0 / (n * n))
     A = sp.random_array((n, n), density=density, random_state=rng, data_sampler=rng.standard_normal, format="csr")
     if symmetric:
         A = ((A + A.T) * 0.5).tocsr()
