@@ -95,6 +95,29 @@ def _repeats_facts(table: Table, facts: list[tuple[str, Any]]) -> bool:
 
 
 #: How a matrix property a method needs (:attr:`~sfapprox._base.MethodSpec.needs`) reads in a sentence.
+def _never_why(method: str, n: int) -> str | None:
+    """Why ``method``, whatever the matrix's properties, applies at no budget at this ``n`` (its smallest budget
+    None), in a few words beside "never"; None where that is not known.  The butterfly support's size is the one
+    such rule (its row said "never" alone where Nyström's said "never (X is not symmetric)").
+
+    Examples
+    --------
+    >>> _never_why("sf-butterfly", 30), _never_why("sf-butterfly", 1), _never_why("sf", 30)
+    ('N is not a power of two', 'N is below 2', None)
+    """
+    from .chord import check_butterfly_size
+    from ._errors import ParameterError
+    from .sf.methods import SF_METHODS
+
+    if SF_METHODS.get(method, ("",))[0] != "butterfly":
+        return None
+    try:
+        check_butterfly_size(n)
+    except ParameterError:
+        return "N is not a power of two" if n >= 2 else "N is below 2"
+    return None
+
+
 _FACT_WORDS = {"nonnegative": "non-negative", "psd": "positive semi-definite"}
 
 #: A saved fit's record keys that are seconds: shown as every table shows seconds (:func:`fmt_seconds`).
@@ -194,16 +217,16 @@ def describe(matrix: MatrixInput, *, count_indices: bool = COUNT_INDICES,
         if lacks:
             need = None
         runs = _runs(spec, matrix, need, count, lacks, max_memory, streamed=streamed) if loaded is None else None
+        why = f"X is not {' and '.join(lacks)}" if lacks else _never_why(method, n) if need is None else None
         above_default = above_default or (streamed and need is not None and need > count)
         per_method[method] = {"stores": spec.stores, "min_budget": need, "summary": spec.summary,
                               "from_columns": "columns" in spec.access,
                               **({"from_columns_under_limit": runs == "yes"} if streamed else {}),
                               # the table's "runs" / "from columns" cell: why not, and what it would need
                               **({"runs": runs} if loaded is None else {}),
-                              **({"not_applicable": f"X is not {' and '.join(lacks)}"} if lacks else {})}
+                              **({"not_applicable": why} if why else {})}
         table.add({"method": method, "stores": formula_cell(spec.stores),
-                   "min_budget": f"never (X is not {' and '.join(lacks)})" if lacks else
-                   "never" if need is None else f"{need:,}",
+                   "min_budget": f"never ({why})" if why else "never" if need is None else f"{need:,}",
                    "share": "–" if need is None else f"{100 * need / dense:.1f}%",
                    "runs": runs, "summary": spec.summary},
                   # CSV's values: the count without separators, the share unrounded, and why a method never

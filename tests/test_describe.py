@@ -606,3 +606,15 @@ def test_info_charges_top_s_of_a_graph_held_sparse_for_its_non_zeros_and_the_com
     assert said.data["methods"]["sparse"]["runs"] == "yes"
     row = compare(str(path), ["sparse"], max_memory=limit).results[0]
     assert row.status == "ok" and row.params["from"] == "columns" and row.rel_error == 0.0
+
+
+def test_info_says_why_the_butterfly_never_applies_at_a_size_not_a_power_of_two():
+    """At N = 30 sf-butterfly's smallest budget said "never" alone, beside Nyström's "never (X is not
+    symmetric)"."""
+    X = np.random.default_rng(0).standard_normal((30, 30))
+    d = describe(X)
+    row = next(r for r in d.tables[0].rows if r["method"] == "sf-butterfly")
+    assert row["min_budget"] == "never (N is not a power of two)"
+    assert d.data["methods"]["sf-butterfly"]["not_applicable"] == "N is not a power of two"
+    row = next(r for r in describe(X[:16, :16]).tables[0].rows if r["method"] == "sf-butterfly")
+    assert row["min_budget"] == "128"  # 2 N log2 N at N = 16
