@@ -1932,3 +1932,14 @@ def test_datasets_commands_take_a_bundled_manifest_s_name(command, tmp_path, mon
     res = invoke("datasets", command, "synthetic", "--only", "banded-128")
     assert res.exit_code == 0, res.output
     assert ("generated" if command != "fetch" else "1 generated, nothing to fetch") in res.output
+
+
+def test_an_option_of_other_commands_says_which_take_it_not_a_near_spelling():
+    """`fit x --csv f` answered click's "(Possible options: --var)", a weight variable: fit writes no CSV, and
+    compare and sweep do. A misspelling of the command's own option keeps click's nearest name."""
+    res = invoke("fit", "x", "--csv", "f")
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "--var" not in text, text
+    assert "No such option: --csv (fit has none;" in text and "compare" in text and "sweep" in text, text
+    res = invoke("compare", "x", "--csvv", "f")
+    assert res.exit_code == 2 and "Possible options: --csv" in " ".join(res.output.split()), res.output

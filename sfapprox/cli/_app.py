@@ -21,7 +21,7 @@ from .._atomic import cut_short_outputs, written_outputs
 from .._errors import SfapproxError, spelled_for
 from .._progress import same_progress
 from .._signals import caused_by_stop, stop_cause
-from ..formats import encodes_glyphs, printable, to_ascii
+from ..formats import and_listed, encodes_glyphs, printable, to_ascii
 from ._render import (closed_pipe, draws_progress, literal, note, os_error_text, out,
                       quiet_notes, reading_progress, say, say_error)
 
@@ -292,7 +292,27 @@ def _parsed(parse: Callable, command, ctx, args: list[str]) -> list[str]:
     except _USAGE_ERROR as exc:
         if exc.ctx is None:
             exc.ctx = ctx
+        others = _taken_elsewhere(ctx, getattr(exc, "option_name", None)) if type(exc).__name__ == "NoSuchOption" else []
+        if others:
+            # click's nearest spelling is no help where the option is another command's: 'fit --csv' was
+            # answered "(Possible options: --var)", a weight variable, where fit has no CSV and compare has
+            raise _USAGE_ERROR(f"No such option: {exc.option_name} ({ctx.info_name} has none; {and_listed(others)} "
+                               f"take{'s' if len(others) == 1 else ''} it)", ctx) from None
         raise
+
+
+def _taken_elsewhere(ctx, option: str | None) -> list[str]:
+    """The other commands of ``ctx``'s group that take ``option`` (``--csv``: compare, sweep, ...), in the
+    group's order; none where it is no option of theirs (a misspelling: click's nearest name then helps)."""
+    group = None if ctx.parent is None else ctx.parent.command
+    if option is None or group is None or not hasattr(group, "list_commands"):
+        return []
+    found = []
+    for name in group.list_commands(ctx.parent):
+        other = group.get_command(ctx.parent, name)
+        if name != ctx.info_name and other is not None and any(option in p.opts for p in other.params):
+            found.append(name)
+    return found
 
 
 def refuse_repeats(command, ctx, args: list[str]) -> list[str]:
