@@ -888,3 +888,44 @@ def test_a_matrix_section_is_read_within_its_check(tmp_path, monkeypatch, commen
                                        path)
     np.testing.assert_array_equal(read[0].matrix, X)
     assert peak <= checked, (peak, checked)
+
+
+def _matrix_peak_and_check(monkeypatch, path, n: int) -> tuple[int, int]:
+    """The traced peak of reading the ``*Matrix`` file ``path`` (n x n) and the largest check the read made."""
+    import sfapprox.io._pajek as pajek
+    from _io_helpers import peak_and_checks
+    from sfapprox.io._common import DEFAULTS, Source
+
+    read = []
+    peak, _, checked = peak_and_checks(monkeypatch, lambda p: read.append(pajek.read_pajek(Source(p), DEFAULTS)),
+                                       path)
+    assert read[0].matrix.shape == (n, n)
+    return peak, checked
+
+
+@pytest.mark.parametrize("comment", [False, True], ids=["bulk", "line by line"])
+def test_a_small_matrix_file_is_checked_near_its_peak(tmp_path, monkeypatch, comment):
+    """A chunk's reading was counted at 16 bytes a character of a whole 1 MiB chunk (~6.5 traced in bulk),
+    and a chunk read line by line was counted again as lines read one by one: a small file's check was
+    1.8 (bulk) and 2.6 (line by line) times its peak. Now each chunk is checked with its own size and path."""
+    n = 400  # 320 KB of text: one chunk
+    rows = "".join(" ".join("1" if x else "0" for x in row) + "\n"
+                   for row in np.random.default_rng(0).random((n, n)) < 0.1)
+    path = write(tmp_path / "m.net", f"*Vertices {n}\n*Matrix\n" + ("% a comment\n" if comment else "") + rows)
+    peak, checked = _matrix_peak_and_check(monkeypatch, path, n)
+    assert peak <= checked <= 1.5 * peak, checked / peak
+
+
+@pytest.mark.parametrize("comment", [False, True], ids=["bulk", "line by line"])
+def test_a_matrix_on_one_line_is_checked_for_its_length(tmp_path, monkeypatch, comment):
+    """A chunk ends at a line's end, so a matrix written on one line is one chunk however long: it was
+    counted as a chunk of :data:`_MATRIX_CHUNK_CHARS` characters (its table, 4 bytes a character, or its
+    list of floats, 32 bytes a value, read under the limit)."""
+    import sfapprox.io._pajek as pajek
+
+    monkeypatch.setattr(pajek, "_MATRIX_CHUNK_CHARS", 1 << 14)
+    n = 300  # 180 KB on one line
+    values = " ".join("1" if x else "0" for x in (np.random.default_rng(0).random(n * n) < 0.1))
+    path = write(tmp_path / "m.net", f"*Vertices {n}\n*Matrix\n" + ("% a comment\n" if comment else "") + values + "\n")
+    peak, checked = _matrix_peak_and_check(monkeypatch, path, n)
+    assert peak <= checked, (peak, checked)

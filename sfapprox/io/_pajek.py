@@ -67,10 +67,20 @@ _CHUNK_CHARS = 1 << 23
 #: A ``*Matrix`` section is read this many characters at a time: a chunk's table is up to 4 bytes a
 #: character (``0 1 0``: 8 bytes a value of 2 characters), and its values' array is the section's own.
 _MATRIX_CHUNK_CHARS = 1 << 20
-#: Peak bytes a character of a ``*Matrix`` section's chunk takes while it is read (its text, bytes, table
-#: and what ``np.loadtxt`` grows it in), beside the values' array: ~10 measured for ``0 1 0`` rows
-#: (benchmarks/results/read_memory_more.md).
-_MATRIX_CHUNK_COST = 16
+#: Peak bytes a character of a ``*Matrix`` section's chunk read in bulk takes (its text, bytes, table of up
+#: to 4 bytes a character and its finite test), beside the values' array: ~6.5 traced for ``0 1 0`` rows
+#: (benchmarks/results/read_memory_pajek2.md; ~10.5 while the chunk before's text and table were still held).
+_MATRIX_CHUNK_COST = 10
+#: The same for a chunk read line by line (its text and bytes, then its lines' strings): ~3 traced.
+_MATRIX_SLOW_CHUNK_COST = 4
+#: More bytes a line of a ``*Matrix`` chunk read line by line holds (its string object), beside its characters.
+_MATRIX_SLOW_LINE_COST = 50
+#: Bytes a character of a ``*Matrix`` chunk's longest line more: read line by line, its list of floats while
+#: its values are parsed (32 bytes a value of ``1 ``'s 2 characters); in bulk, ``np.loadtxt``'s record of a
+#: row's fields (~29 bytes a field traced for a matrix written on one line: 26 bytes a character in all).
+_MATRIX_LINE_CHAR_COST = 32
+#: A ``*Matrix`` line longer than this is checked before its values are parsed (a whole matrix may be one line).
+_MATRIX_LONG_LINE = 1 << 16
 _BLANKS = re.compile(r"[ \t\n]*")
 #: The characters of a plain list section (:func:`_list_columns`): vertex ids, blanks and line ends only.
 _LIST_CHARS = b"0123456789 \t\n"
@@ -174,6 +184,18 @@ def _matrix_values(data: bytes) -> np.ndarray | None:
     table = _plain_table(data, True)
     values = None if table is None else table.ravel()
     return values if values is not None and np.isfinite(values).all() else None
+
+
+def _longest_line(data: bytes) -> int:
+    """The length of the longest line of ``data``, its line end included.
+
+    Examples
+    --------
+    >>> _longest_line(b"0 1\n0 1 0 1\n1")
+    8
+    """
+    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 10)
+    return int(np.diff(ends, prepend=-1, append=len(data) - 1).max()) if len(data) else 0
 
 
 def _edge_columns(table: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -412,7 +434,8 @@ class _Parser:
         self.slow_lines = 0  # lines read one by one so far, and their bytes over the bulk's (:meth:`_check_slow`)
         self.slow = 0
         self.list_edges = 0  # arcs and edges of list lines beyond one a line (:meth:`_check_lists`)
-        self.matrix_bytes = 0  # the *Matrix sections' arrays and the reading of a chunk (:meth:`_start_matrix`)
+        self.matrix_bytes = 0  # the *Matrix sections' arrays (:meth:`_start_matrix`)
+        self.transient = 0  # the reading of the *Matrix chunk being read (:meth:`_matrix_chunks`)
         self.checked: int | None = None  # the peak read_text checked (:func:`parse_cost`)
 
     @property
@@ -457,6 +480,10 @@ class _Parser:
 
     def _lines(self, text: str, first_line: int) -> None:
         self._check_slow(text)
+        self._read_lines(text, first_line)
+
+    def _read_lines(self, text: str, first_line: int) -> None:
+        """Read the lines ``text`` one by one (their cost checked by the caller), the first numbered ``first_line``."""
         listed = self.list_edges
         for line_no, raw in enumerate(text.splitlines(), start=first_line):
             s = raw.strip()
@@ -509,7 +536,7 @@ class _Parser:
         if self.checked is None:  # what read_text checked, once (a count of the file's lines)
             data = self.src.read_bytes()
             self.checked = parse_cost(data, data.count(b"\n") + 1)
-        return self.checked + self.slow + _LINE_COST * self.list_edges + self.matrix_bytes
+        return self.checked + self.slow + _LINE_COST * self.list_edges + self.matrix_bytes + self.transient
 
     def _by_chunks(self, text: str, start: int, stop: int, first_line: int, parse, add,
                    size: int | None = None) -> None:
@@ -526,6 +553,36 @@ class _Parser:
             else:
                 add(chunk, columns, first_line)
             first_line += chunk.count("\n")
+            del chunk, columns  # (not held while the next chunk is parsed)
+
+    def _matrix_chunks(self, text: str, start: int, stop: int, first_line: int) -> None:
+        """Read the lines ``text[start:stop]`` of a ``*Matrix`` section a chunk of :data:`_MATRIX_CHUNK_CHARS`
+        at a time into its array: in bulk where the chunk is plain numbers (:func:`_matrix_values`), else line
+        by line; each chunk's reading checked first with its own size and path (a chunk is longer than
+        :data:`_MATRIX_CHUNK_CHARS` where a line is), beside what the read holds (:meth:`_estimate`)."""
+        block = self.net.matrices[-1]
+        for begin, end in _chunks(text, start, stop, _MATRIX_CHUNK_CHARS):
+            chunk = text[begin:end]
+            data = _ascii(chunk)
+            plain = bool(data) and not data.translate(None, _PLAIN_CHARS)  # (what _plain_table reads in bulk)
+            breaks = chunk.count("\n")
+            lines = breaks + (not chunk.endswith("\n"))
+            if plain:
+                self.transient = _MATRIX_CHUNK_COST * len(chunk) + _MATRIX_LINE_CHAR_COST * _longest_line(data)
+            else:  # (a long line's floats checked by _matrix_line)
+                self.transient = _MATRIX_SLOW_CHUNK_COST * _width(chunk) * len(chunk) + _MATRIX_SLOW_LINE_COST * lines
+            check_memory(self._estimate(), limit=self.src.max_memory,
+                         what=f"{self.src.display}: *Matrix lines {first_line:,}-{first_line + lines - 1:,} "
+                              f"read {'in bulk' if plain else 'one by one'}")
+            values = _matrix_values(data) if plain else None
+            del data
+            if values is None:
+                self._read_lines(chunk, first_line)
+            else:
+                block.add(values)
+            first_line += breaks
+            del chunk, values  # (not held while the next chunk is read)
+        self.transient = 0
 
     def _add_lists(self, chunk: str, columns: tuple[np.ndarray, np.ndarray, np.ndarray], first_line: int) -> None:
         """Store the arcs or edges of list lines ``chunk`` read in bulk (``columns``: :func:`_list_columns`'s),
@@ -551,8 +608,7 @@ class _Parser:
             return False
         first_line += text.count("\n", start, span[0])
         if self.state == "matrix":
-            self._by_chunks(text, *span, first_line, _matrix_values,
-                            lambda chunk, values, first: self.net.matrices[-1].add(values), _MATRIX_CHUNK_CHARS)
+            self._matrix_chunks(text, *span, first_line)
             return True
         n = self.net.n
         self._by_chunks(text, *span, first_line, lambda data: _plain_edges(data, n), self._add_edges)
@@ -647,11 +703,12 @@ class _Parser:
 
     def _start_matrix(self, line_no: int) -> None:
         """Check the read with the section's array beside what it holds (:meth:`_estimate`: the file's bytes
-        and text, the arrays of the sections before) and a chunk's reading, then allocate the array."""
+        and text, the arrays of the sections before), then allocate the array; each chunk's reading is
+        checked as it comes (:meth:`_matrix_chunks`: counted here at the most, 16 bytes a character of a 1 MiB
+        chunk, it put a 1 MB file's check at 1.8-2.6 times its peak)."""
         net = self.net
         rows, cols = (net.n, net.n) if net.n1 is None else (net.n1, net.n - net.n1)
-        chunk = min(_MATRIX_CHUNK_CHARS, len(self.src.read_bytes()))  # (a small file's section is one chunk)
-        self.matrix_bytes += 8 * rows * cols + _MATRIX_CHUNK_COST * chunk
+        self.matrix_bytes += 8 * rows * cols
         check_memory(self._estimate(), what=f"{self.src.display}: *Matrix {rows:,} x {cols:,} (with the file's text)",
                      limit=self.opts.max_memory)
         for block in net.matrices:
@@ -752,6 +809,9 @@ class _Parser:
             self.list_edges += int(count > 0)  # (parse_cost counts one a line)
 
     def _matrix_line(self, s: str, line_no: int) -> None:
+        if len(s) > _MATRIX_LONG_LINE:  # its list of floats, 32 bytes a value (a whole matrix may be one line)
+            check_memory(self._estimate() + _MATRIX_LINE_CHAR_COST * len(s), limit=self.src.max_memory,
+                         what=f"{self.src.display}: line {line_no}: a *Matrix line of {len(s):,} characters")
         values = []
         for t in s.split():
             value = self._number(t, line_no, "*Matrix value")
