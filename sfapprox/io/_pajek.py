@@ -191,7 +191,7 @@ def _longest_line(data: bytes) -> int:
 
     Examples
     --------
-    >>> _longest_line(b"0 1\n0 1 0 1\n1")
+    >>> _longest_line(b"0 1\\n0 1 0 1\\n1")
     8
     """
     ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 10)
