@@ -605,3 +605,17 @@ def test_a_decompression_reads_the_default_memory_limit_once(tmp_path, monkeypat
     monkeypatch.setattr(_validation, "physical_memory", lambda: 4 << 20)  # a limit of 3.2 MiB
     with pytest.raises(ResourceError, match=r"decompressed data needs about .* over the memory limit of 3\.2 MiB"):
         Source(path).read_bytes()
+
+
+def test_head_of_a_bz2_file_checks_its_decoder(tmp_path):
+    """``Source.head`` (a format's sniffing) built a bzip2 decoder, 3.7 MB of block arrays at level 9, with
+    no memory check: a 3 MB limit let it hold them. Now its decoder is checked as a full read's is."""
+    import bz2
+
+    from sfapprox.io._common import Source
+
+    p = tmp_path / "a.csv.bz2"
+    p.write_bytes(bz2.compress(b"1,2\n3,4\n" * 1000, compresslevel=9))
+    with pytest.raises(ResourceError, match=r"a\.csv\.bz2: decoding its first 4\.0 KiB needs about 3\.5 MiB"):
+        Source(p, max_memory=3_000_000).head()
+    assert Source(p, max_memory=5_000_000).head(8) == b"1,2\n3,4\n"
