@@ -252,8 +252,10 @@ def compression_of(name: str) -> str | None:
 #: seen by tracemalloc (a 1 MB .npy.bz2 grew the RSS 5.4 MB against a 3.2 MB check:
 #: benchmarks/results/read_memory_more.md).
 _BZ2_STATE, _BZ2_LEVEL = 100_000, 400_000
-#: A liblzma decoder's state beside its dictionary.
-_XZ_STATE = 1 << 16
+#: A liblzma decoder's state beside its dictionary, and its file object's buffers: a ``Source.head`` of an
+#: ``.xz`` grew the RSS 102.4 kB whatever its dictionary (1, 64 and 1,024 MiB), over the 64 KiB counted before
+#: (benchmarks/results/read_memory_pajek2.md).
+_XZ_STATE = 1 << 17
 
 
 def _xz_dictionary(head: bytes) -> int:
