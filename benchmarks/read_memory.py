@@ -34,8 +34,15 @@ The cases:
   vertex), read by ``read_pajek`` in bulk;
 * ``pajek_2mode``: a 2-mode one (``*Vertices N N/2``, every edge joins the two halves), read with
   ``two_mode="bipartite"`` (``_bipartite_block``, then the bipartite adjacency);
+* ``pajek_2mode_rows``: the 2-mode file read with ``two_mode="rows"`` (its projection B·Bᵀ);
 * ``pajek_matrix``: a ``*Matrix`` section of 0/1 values (one in ten a 1), read in bulk;
-* ``pajek_matrix_slow``: the same with a comment as the section's first line (read line by line).
+* ``pajek_matrix_slow``: the same with a comment as the section's first line (read line by line);
+* ``bz2_head``: the ``.csv.bz2``'s first 4 KiB (``Source.head``, a format's sniffing: bzip2's decoder);
+* ``xz9e_head``, ``xz9e_csv``: the CSV as ``.xz`` of preset ``9 | PRESET_EXTREME`` (a 64 MiB dictionary),
+  its first 4 KiB and its full read by ``read_csv``;
+* ``xzbig_head``, ``xzbig_csv``: the same with a 1 GiB dictionary declared (written with 1 MiB, its block
+  header's dictionary size then made 1 GiB: the encoder of a real one needs ~10 GiB; the decoder allocates
+  what the header says).
 
 ``--sfapprox CHECKOUT`` measures that checkout's sfapprox too, each file read by it and by this one in
 turn (rows labelled ``before`` / ``after``).
@@ -55,7 +62,8 @@ from _common import (ROOT, add_file_options, checkout_env, file_rows, file_rows_
 
 CASES = ("gz_csv", "bz2_csv", "xz_csv", "gz_cov_npy", "cov_npy", "cov_npy_f32", "cov_npy_u8", "load_cov_csv",
          "open_cov_csv", "open_cov_csv_cols", "open_cov_npy_u8", "cov_libsvm_slow", "npz", "npz_z", "bz2_npy",
-         "xz_npy", "pajek_edges", "pajek_2mode", "pajek_matrix", "pajek_matrix_slow")
+         "xz_npy", "pajek_edges", "pajek_2mode", "pajek_2mode_rows", "pajek_matrix", "pajek_matrix_slow", "bz2_head",
+         "xz9e_head", "xz9e_csv", "xzbig_head", "xzbig_csv")
 
 #: The columns of the tall ``.npy`` tables.
 NPY_COLUMNS = 200
@@ -80,6 +88,25 @@ def _compress(plain: Path, suffix: str) -> Path:
     with open(plain, "rb") as src, opener(out) as dst:
         for chunk in iter(lambda: src.read(1 << 20), b""):
             dst.write(chunk)
+    return out
+
+
+def _xz(plain: Path, out: Path, big: bool) -> Path:
+    """``plain`` as ``.xz``: preset 9 | extreme (64 MiB dictionary), or ``big``: a 1 GiB dictionary declared
+    in its block header (written with 1 MiB, the header's LZMA2 property byte and CRC32 rewritten)."""
+    import struct
+    import zlib
+
+    data = plain.read_bytes()
+    if not big:
+        out.write_bytes(lzma.compress(data, preset=9 | lzma.PRESET_EXTREME))
+        return out
+    xz = bytearray(lzma.compress(data, filters=[{"id": lzma.FILTER_LZMA2, "dict_size": 1 << 20}]))
+    size = (xz[12] + 1) * 4  # the block header, from byte 12: its flags, then LZMA2's id 0x21, 1, the property
+    prop = xz.index(b"\x21\x01", 14, 12 + size) + 2
+    xz[prop] = 36  # (2 | 0) << (36 // 2 + 11): 1 GiB
+    xz[12 + size - 4:12 + size] = struct.pack("<I", zlib.crc32(bytes(xz[12:12 + size - 4])))
+    out.write_bytes(bytes(xz))
     return out
 
 
@@ -146,6 +173,12 @@ def _pajek_matrix(path: Path, size: int, comment: bool) -> None:
 def make(case: str, mb: int, folder: Path) -> Path:
     """The file of ``case``, about ``mb`` MB (10^6 bytes) of data, in ``folder`` (written once)."""
     size = mb * 10**6
+    if case in ("bz2_head", "xz9e_head", "xz9e_csv", "xzbig_head", "xzbig_csv"):
+        plain = make("gz_csv", mb, folder).with_suffix("")
+        if case == "bz2_head":
+            return make("bz2_csv", mb, folder)
+        out = plain.with_name(plain.name + (".9e.xz" if "9e" in case else ".big.xz"))
+        return out if out.exists() else _xz(plain, out, "big" in case)
     if case in ("gz_csv", "bz2_csv", "xz_csv"):
         plain = folder / f"square_{mb}mb.csv"
         if not plain.exists():
@@ -175,12 +208,12 @@ def make(case: str, mb: int, folder: Path) -> Path:
         out = plain.with_name(plain.name + "." + case.split("_")[0])
         return out if out.exists() else _compress(plain, out.suffix)
     if case.startswith("pajek_"):
-        path = folder / f"{case}_{mb}mb.net"
+        path = folder / f"{case.removesuffix('_rows')}_{mb}mb.net"
         if not path.exists():
             if "matrix" in case:
                 _pajek_matrix(path, size, case.endswith("_slow"))
             else:
-                _pajek_edges(path, size, case == "pajek_2mode")
+                _pajek_edges(path, size, case.startswith("pajek_2mode"))
         return path
     if case == "cov_libsvm_slow":
         path = folder / f"qid_{mb}mb.libsvm"
@@ -213,6 +246,8 @@ def _read(case: str, path: str):
     from sfapprox.io._common import DEFAULTS, Source
 
     src = Source(path, max_memory=big, keep_sparse=case.startswith("pajek_"))
+    if case.endswith("_head"):
+        return src.head()
     if case in ("npz", "npz_z"):
         from sfapprox.io._numpy import read_npz
 
@@ -226,8 +261,8 @@ def _read(case: str, path: str):
 
         from sfapprox.io._pajek import read_pajek
 
-        return read_pajek(src, dataclasses.replace(DEFAULTS, two_mode="bipartite") if case == "pajek_2mode"
-                          else DEFAULTS)
+        mode = {"pajek_2mode": "bipartite", "pajek_2mode_rows": "rows"}.get(case)
+        return read_pajek(src, dataclasses.replace(DEFAULTS, two_mode=mode) if mode else DEFAULTS)
     if case.endswith("_csv"):
         from sfapprox.io._text import read_csv
 
