@@ -658,3 +658,17 @@ def test_head_of_a_compressed_file_is_checked_for_what_it_holds(tmp_path, suffix
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert 0 < out["used"] <= out["checked"], out
+
+
+def test_a_legacy_lzma_file_s_dictionary_is_counted():
+    """``lzma.open`` reads a legacy ``.lzma`` stream under an ``.xz`` name too: its dictionary (its header's
+    bytes 1-4) is counted as an .xz's is, where 0 was."""
+    import lzma
+
+    from sfapprox.io._common import _XZ_STATE, decoder_bytes
+
+    for make in (lambda d: lzma.compress(d, format=lzma.FORMAT_ALONE, preset=6),
+                 lambda d: lzma.compress(d, format=lzma.FORMAT_XZ, preset=6)):
+        head = make(b"0123456789" * 1000)[:32]
+        assert decoder_bytes(".xz", head, 10**9) == _XZ_STATE + (8 << 20)
+        assert decoder_bytes(".xz", head, 1000) == _XZ_STATE + 1000  # as far as the output has filled it
