@@ -114,3 +114,29 @@ def test_the_rank_one_start_that_cannot_pay_at_its_bound_costs_no_power_iteratio
     near_rank_one = np.outer(np.arange(1.0, 65.0), np.ones(64)) + 0.01 * noise  # it pays here: made as before
     fit = sfapprox.ChordSF(max_iter=30, time_limit=None, device="cpu").fit(near_rank_one)
     assert calls == [1] and "rank1" in fit.starts_
+
+
+def test_the_race_and_the_final_leg_read_the_fit_s_clock(fake_clock, monkeypatch):
+    """Each leg "takes" the seconds it is given on the fake clock: the race charges each start what its
+    legs took, and the best start continues with what the whole limit has left (it read
+    ``time.perf_counter``, which a fake clock does not reach: the last leg was given the whole limit)."""
+    from sfapprox.sf import _multistart
+    from sfapprox.sf._solver import LBFGSOptions, StopReason
+
+    limits = []
+
+    def lbfgs(fun, state, options, report):
+        limits.append(options.time_limit)
+        fake_clock.advance(options.time_limit)
+        state["n_iter"] += options.max_iter
+        state["best_loss"] = fun
+        return StopReason.TIME_LIMIT
+
+    monkeypatch.setattr(_multistart, "lbfgs", lbfgs)
+    runs = {"identity": (1.0, {"n_iter": 0, "best_loss": math.inf}),
+            "reference": (1.1, {"n_iter": 0, "best_loss": math.inf})}
+    name, _ = _multistart.multistart(runs, lambda it, t: LBFGSOptions(max_iter=it, time_limit=t),
+                                     max_iter=10_000, time_limit=100.0, probe=0.2)
+    assert name == "identity"
+    assert fake_clock.time <= 100.0 + 1e-9  # close starts: the race took its 20 s a start, the last leg the rest
+    assert limits[-1] == pytest.approx(100.0 - 2 * 20.0)

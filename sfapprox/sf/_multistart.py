@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 
 import numpy as np
 
+from .. import _timing
 from .._settings import SF_START_KINDS
 from .._signals import stop_requested
 from ._solver import LBFGSOptions, StopReason, best_multiple_start, evaluate_start, lbfgs
@@ -324,14 +324,14 @@ def race(
             if st["n_iter"] >= checkpoint or (left is not None and left <= 0):
                 continue
             report = None if callback is None else (lambda s, name=name: callback(name, s))
-            t0 = time.perf_counter()
+            t0 = _timing.now()
             reason = lbfgs(fun, st, options(checkpoint, None if left is None else min(left, round_time)), report)
             least = min(MIN_ITER, checkpoint)
             if reason != StopReason.CALLBACK and st["n_iter"] < least and reason == StopReason.TIME_LIMIT:
                 # the round's time was up first: a few more iterations before the start is judged
-                rest = None if left is None else left - (time.perf_counter() - t0)
+                rest = None if left is None else left - (_timing.now() - t0)
                 reason = lbfgs(fun, st, options(least, rest), report)
-            used[name] += time.perf_counter() - t0
+            used[name] += _timing.now() - t0
             if reason == StopReason.CALLBACK:
                 return reason
         best = min(runs[k][1]["best_loss"] for k in alive)
@@ -401,7 +401,7 @@ def multistart(
     asking to stop ends the whole fit; either way every state keeps the best
     point it saw.  Returns ``(name of the best run, stop reason)``.
     """
-    begin = time.perf_counter()
+    begin = _timing.now()
     reason = StopReason.MAX_ITER
     callback = _stoppable(callback)
     try:
@@ -433,7 +433,7 @@ def multistart(
                 if other != name:  # a losing start keeps only its best point: free its L-BFGS history
                     release_history(st)
             spent = sum(st["n_iter"] for k, (_, st) in runs.items() if k != name)
-            left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - begin))
+            left = None if time_limit is None else max(0.0, time_limit - (_timing.now() - begin))
             fun, st = runs[name]
             report = None if callback is None else (lambda s: callback(name, s))
             reason = lbfgs(fun, st, options(max(0, max_iter - spent), left), report)
