@@ -93,7 +93,8 @@ def sketch_shape(n: int, width: int, settings: ColumnSettings) -> tuple[int, int
 
 
 def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dtype, *, seed: int = DEFAULT_SEED,
-                  chunk: int = 256, piece: int = 32) -> tuple[np.ndarray, np.ndarray, float]:
+                  chunk: int = 256, piece: int = 32,
+                  deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray, float] | None:
     """``Y = X S`` by one pass over ``X``'s columns, ``chunk`` at a time, and the test matrix ``S``.
 
     Parameters
@@ -112,6 +113,10 @@ def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dty
         Columns of ``X`` per product with ``S``'s rows.
     piece : int, default=32
         Columns asked of the source at a time.
+    deadline : Deadline, optional
+        Where given, the pass is priced by its chunks as it goes: after each, the rest at their mean rate
+        must end by it, else the pass stops (its first chunk, a small share of a pass at large ``N``, prices
+        it before the rest is begun).
 
     Returns
     -------
@@ -119,6 +124,8 @@ def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dty
         C-contiguous, in ``dtype``; ``S``'s entries of variance ``1 / b``.
     norm2 : float
         ``||X||_F^2``, measured on the way.
+
+    None where ``deadline`` stopped the pass.
     """
     dtype = np.dtype(dtype)
     rng = np.random.default_rng([seed, _streams.SF_SKETCH])
@@ -129,6 +136,7 @@ def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dty
     full = np.empty((n, chunk), dtype=dtype)
     product = np.empty((min(n, SKETCH_ROWS), b), dtype=dtype)
     norm2 = 0.0
+    began = _timing.now()
     with torch_threads(compiled_threads()):  # a fit holds BLAS at one thread beside its kernel's: the products want all
         for start in range(0, n, chunk):
             if stop_requested():
@@ -141,6 +149,8 @@ def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dty
                 out = product[:min(n, r + SKETCH_ROWS) - r]
                 np.matmul(block[r:r + out.shape[0]], S[start:stop], out=out)
                 Y[r:r + out.shape[0]] += out
+            if deadline is not None and stop < n and not deadline.fits((_timing.now() - began) / stop * (n - stop)):
+                return None
     return Y, S, norm2
 
 
@@ -402,7 +412,14 @@ def fit_rounds(
                 out.stop_reason = StopReason.TIME_LIMIT
                 break
             t0 = _timing.now()
-            Y, S, norm2 = sketch_target(columns, n, fitted + held, low, seed=seed * 7919 + rounds, piece=width)
+            # the first pass has no last one to price it: its own first chunk does (at N = 100,000 a whole
+            # pass over the columns, taken whatever it cost); the later ones are priced above
+            sketched = sketch_target(columns, n, fitted + held, low, seed=seed * 7919 + rounds, piece=width,
+                                     deadline=None if rounds or time_limit is None else deadline)
+            if sketched is None:
+                out.stop_reason = StopReason.TIME_LIMIT
+                break
+            Y, S, norm2 = sketched
             pass_seconds = _timing.now() - t0
             out.columns += n
 
