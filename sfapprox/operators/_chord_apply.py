@@ -219,12 +219,21 @@ def vector_columns_max(n: int) -> int:
     return min(24, max(4, n // 32))
 
 
-def pack(values: np.ndarray) -> np.ndarray:
-    """Values ``(M, N, K)`` in the kernels' layout ``(M, K, N)`` (a C-contiguous float64 copy).
+def pack(values: np.ndarray, factor: float | None = None) -> np.ndarray:
+    """Values ``(M, N, K)`` in the kernels' layout ``(M, K, N)`` (a C-contiguous float64 copy; none where
+    ``values`` is already :func:`unpack_view` of such an array and no ``factor`` is given).
 
-    :func:`unpack_view` gives the ``(M, N, K)`` view of it back without copying.
+    With ``factor``, the values times it in the same pass: a fit's values rescaled into the result's
+    units and packed wrote two ``M N K`` arrays where this writes one (at N = 100,000, 245 MB each,
+    1.5-2.9 s on a busy machine for the two).  :func:`unpack_view` gives the ``(M, N, K)`` view of it
+    back without copying.
     """
-    return np.ascontiguousarray(np.asarray(values, dtype=np.float64).transpose(0, 2, 1))
+    if factor is None:
+        return np.ascontiguousarray(np.asarray(values, dtype=np.float64).transpose(0, 2, 1))
+    values = np.asarray(values)
+    out = np.empty((values.shape[0], values.shape[2], values.shape[1]), dtype=np.float64)
+    np.multiply(values.transpose(0, 2, 1), factor, out=out)
+    return out
 
 
 def unpack_view(packed: np.ndarray) -> np.ndarray:

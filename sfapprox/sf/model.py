@@ -65,6 +65,7 @@ from ..chord import (
 )
 from ..metrics import operator_error, operator_error_and_multiple, scoring_bytes
 from ..operators import ChordOperator
+from ..operators._chord_apply import pack, unpack_view
 from ..sources import ArraySource, MatrixLike, MatrixSource, SparseSource, columns_within, room
 from ._constraints import SF_CONSTRAINTS, check_butterfly_base
 from ._multistart import (PREFERRED, RANK_ONE, TOP_PAIR_ITER, multiple_error, multistart, rank_one_applies,
@@ -1005,7 +1006,10 @@ class ChordSF(Approximation):
             probe = _columns.first_block(columns, start, offsets, settings=settings, width=width) \
                 if self.time_limit is not None and warmed and (adam_first or history is not None or compared) \
                 else None
-            deadline = _timing.Deadline.after(self.time_limit, fit_begin)
+            # the result's assembly (the values packed as its operator holds them) comes after the fit's last
+            # decision (1.5-2.9 s at N = 100,000, charged to no phase): its cost, timed on one factor, is kept
+            deadline = _timing.Deadline.after(None if self.time_limit is None else
+                                              self.time_limit - _assembly_seconds(start), fit_begin)
             limit_s = deadline.limit()
             pair_seconds = 0.0 if probe is None else 2.0 * FLOAT64_BLOCK_COST * probe.block_seconds
             if compared and limit_s is not None:  # its blocks' time kept from the fit, a share of it at most
@@ -1044,7 +1048,7 @@ class ChordSF(Approximation):
         self.loss_curve_ = [0.5 * v * scale**2 for _, v in fit.curve]
         self.starts_ = {name: {"iterations": fit.steps, "fro_error": fit.running_error * fro}}
         self.running_error_ = fit.running_error
-        self._set_result(values * scale ** (1.0 / n_factors), None, fro)
+        self._set_result(_assembled(values, scale ** (1.0 / n_factors)), None, fro)
         if values is start or fit.kept_start:  # (fit.kept_start: at its best multiple, _columns._end_at_best_multiple)
             self.params_["kept_start"] = True  # the start was better than where this run ended
             self.loss_curve_ = []  # the curve is the kept factors' run's: this run's steps were discarded
@@ -1774,6 +1778,21 @@ def product_error_and_multiple(values: np.ndarray, offsets: np.ndarray, dense, f
     except torch.cuda.OutOfMemoryError:
         return None
     return err, (err / fro if fro > 0 else None), inner, square
+
+
+def _assembled(values: np.ndarray, factor: float) -> np.ndarray:
+    """``values * factor`` as the result's operator holds them (its packed layout, :func:`pack`; the
+    ``(M, N, K)`` view returned): one array written, where the product and then the operator's packing
+    wrote two."""
+    return unpack_view(pack(values, factor))
+
+
+def _assembly_seconds(values: np.ndarray) -> float:
+    """What :func:`_assembled` will take on values of ``values``' shape: its first factor's, timed, times
+    their number (each factor is a pass over ``N K`` numbers of its own)."""
+    began = _timing.now()
+    pack(values[:1], 1.0)
+    return (_timing.now() - began) * values.shape[0]
 
 
 #: Random columns the fit from columns reads first: its scale, and the rank-one start's choice.
