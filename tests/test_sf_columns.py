@@ -272,3 +272,39 @@ def test_the_result_s_assembly_is_kept_from_the_limit(fake_clock, monkeypatch):
     assert fake_clock.time - began <= 30, fake_clock.time - began
     assert copies[-1] == sf.factors_.shape[0] == 9 and copies.count(9) == 1
     np.testing.assert_array_equal(sf.operator_.values, sf.factors_)
+
+
+# ------------------------------------------------------------------------------ the pilot's share
+class _GramTimed(np.ndarray):
+    """A block whose matrix products "take" ``rate[0]`` seconds a column pair of their result on the fake
+    clock, the rate tripled after the first (the machine got busy after the pilot timed its Gram)."""
+
+    clock = None
+    rate = [1e-4]
+
+    def __matmul__(self, other):
+        out = np.asarray(self) @ np.asarray(other)
+        if out.ndim == 2:
+            self.clock.advance(self.rate[0] * out.size)
+            self.rate[0] = 3e-4
+        return out
+
+
+def test_the_pilot_s_gram_is_priced_against_its_share(fake_clock, monkeypatch):
+    """The pilot's share of 3 s: its first 64 columns' read (0.13 s) and Gram (0.41 s) planned 147 columns;
+    their Gram, in one piece, then took three times the rate (6.5 s: the share overran as at
+    N = 100,000, 6-10 s of 3).  Made a row chunk at a time, each priced by the last one's rate, it stops
+    within the share, its top pair from the columns it holds (a good one still)."""
+    monkeypatch.setattr(_GramTimed, "clock", fake_clock)
+    monkeypatch.setattr(_GramTimed, "rate", [1e-4])
+    X = _smooth(1024)
+
+    class Source(ArraySource):
+        def columns(self, J):
+            fake_clock.advance(0.002 * len(J))
+            return super().columns(J).view(_GramTimed)
+
+    pilot = model._pilot(Source(X), 0, top=True, seconds=3.0)
+    assert pilot.columns == 147 and fake_clock.time <= 3.0, fake_clock.time
+    U, s, _ = np.linalg.svd(X)
+    assert abs(float(pilot.left @ U[:, 0])) > 0.99 and pilot.top == pytest.approx(s[0], rel=0.1)

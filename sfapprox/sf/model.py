@@ -1834,15 +1834,19 @@ def _pilot(source: MatrixSource, seed: int, columns: int = PILOT_COLUMNS, *, top
     only conditions the optimisation (any estimate within a few times will do), the identity start's
     best multiple and, with ``top``, the rank-one start's left vector and estimated error (``top`` 0
     and ``left`` empty without).  With ``seconds``, fewer where they would take longer
-    (:func:`_pilot_draw`)."""
+    (:func:`_pilot_draw`), and their Gram and its top eigenvector on as many of them as the rest of
+    ``seconds`` holds (:func:`_pilot_top`): priced by its first columns', their read and Gram timed
+    before, the pilot overran its share under load (6-10 s of 3 at N = 100,000)."""
     n = source.n
+    deadline = _timing.Deadline.after(seconds)
+    gram_rate = None  # seconds a pair of columns' product in their Gram, where the draw timed one
     if n <= columns:
         J = np.arange(n)
     else:
-        J = np.sort(_pilot_draw(source, np.random.default_rng([seed, _streams.SF_PILOT]).choice(
-            n, size=columns, replace=False), top, seconds))
+        J, gram_rate = _pilot_draw(source, np.random.default_rng([seed, _streams.SF_PILOT]).choice(
+            n, size=columns, replace=False), top, seconds)
     began = _timing.now()
-    block = source.columns(J)
+    block = source.columns(J)  # (in the drawn order: any first ones of them are a random sample too)
     took = _timing.now() - began
     share = n / J.size
     flat = block.ravel(order="K")  # (np.vdot copied a sparse source's F-ordered block: 4 s of 7 at N = 100,000)
@@ -1850,25 +1854,50 @@ def _pilot(source: MatrixSource, seed: int, columns: int = PILOT_COLUMNS, *, top
     trace = float(block[J, np.arange(J.size)].sum() * share)
     if not top:
         return _Pilot(fro=fro, trace=trace, top=0.0, left=np.zeros(0), seconds=took, columns=J.size)
-    gram = block.T @ block  # |J| x |J|: its top eigenvector w gives the top left singular vector B w / |B w|
-    values, vectors = np.linalg.eigh(gram)
-    left = block @ vectors[:, -1]
+    s1, left = _pilot_top(block, deadline if seconds is not None else None, gram_rate)
+    return _Pilot(fro=fro, trace=trace, top=s1, left=left, seconds=took, columns=J.size)
+
+
+def _pilot_top(block: np.ndarray, deadline: _timing.Deadline | None,
+               rate: float | None) -> tuple[float, np.ndarray]:
+    """``s1`` (scaled to all ``N`` columns) and the top left singular vector of ``block``'s columns, or of
+    as many of its first ones as ``deadline`` holds: their Gram is made :data:`PILOT_FIRST_COLUMNS` rows
+    at a time, each priced before it starts at the last one's rate (seconds a column pair; the first at
+    ``rate``, where given) with the product of its eigenvector (a column each), and the first ones made
+    whatever they cost (their Gram was timed before: the least the pilot reads)."""
+    n, k = block.shape
+    gram = np.empty((k, k))
+    done = 0
+    while done < k:
+        stop = min(k, done + PILOT_FIRST_COLUMNS)
+        pairs = (stop - done) * stop
+        if done and deadline is not None and rate is not None and not deadline.fits(rate * (pairs + stop)):
+            break
+        began = _timing.now()
+        # the rows done .. stop of the Gram against every column so far (its lower part), mirrored above
+        gram[done:stop, :stop] = block[:, done:stop].T @ block[:, :stop]
+        gram[:done, done:stop] = gram[done:stop, :done].T
+        rate = (_timing.now() - began) / pairs
+        done = stop
+    values, vectors = np.linalg.eigh(gram[:done, :done])  # B w / |B w|, w its top eigenvector
+    left = block[:, :done] @ vectors[:, -1]
     length = float(np.linalg.norm(left))
     left = left / length if length > 0 else np.full(n, 1.0 / math.sqrt(n))
-    return _Pilot(fro=fro, trace=trace, top=float(np.sqrt(max(values[-1], 0.0) * share)), left=left,
-                  seconds=took, columns=J.size)
+    return float(np.sqrt(max(values[-1], 0.0) * n / done)), left
 
 
-def _pilot_draw(source: MatrixSource, drawn: np.ndarray, top: bool, seconds: float | None) -> np.ndarray:
+def _pilot_draw(source: MatrixSource, drawn: np.ndarray, top: bool,
+                seconds: float | None) -> tuple[np.ndarray, float | None]:
     """The pilot's columns: ``drawn``, or, where reading them (and with ``top`` their Gram, which grows as
     their square) would take more than ``seconds``, its first ones that fit (:data:`PILOT_FIRST_COLUMNS`
-    at least), as the first of them took.  Those first ones are read twice (the pilot then reads its
-    columns in one piece, the same numbers as without a limit)."""
+    at least), as the first of them took; and, where timed, the seconds a column pair of their Gram
+    took.  Those first ones are read twice (the pilot then reads its columns in one piece, the same
+    numbers as without a limit)."""
     first = min(PILOT_FIRST_COLUMNS, drawn.size)
     if seconds is None or first == drawn.size:
-        return drawn
+        return drawn, None
     began = _timing.now()
-    block = source.columns(np.sort(drawn[:first]))
+    block = source.columns(drawn[:first])
     read = _timing.now() - began
     gram = 0.0
     if top:
@@ -1879,7 +1908,7 @@ def _pilot_draw(source: MatrixSource, drawn: np.ndarray, top: bool, seconds: flo
     # k = r * first columns take read * r + gram * r^2 seconds: the largest r within what is left
     r = ((math.sqrt(read * read + 4.0 * gram * left) - read) / (2.0 * gram) if gram > 0 else
          left / read if read > 0 else math.inf)
-    return drawn[:int(min(drawn.size, max(first, first * r)))]
+    return drawn[:int(min(drawn.size, max(first, first * r)))], (gram / (first * first) if top else None)
 
 
 def _rank_one_product(source: MatrixSource, pilot: _Pilot, chunk: int, width: int, seconds: float,
