@@ -49,6 +49,10 @@ PHASES = [
     ("sfapprox.sf.model", "ChordSF._warm_up_columns", "kernels loaded"),
     ("sfapprox.sf.model", "start_values", "start values"),
     ("sfapprox.sf.model", "ChordSF._set_result", "result"),
+    # (the values' packing for the result, made apart and before _set_result where a checkout has it: in
+    # its "result"; and its cost timed on one factor, kept from the limit)
+    ("sfapprox.sf.model", "_assembled", "result"),
+    ("sfapprox.sf.model", "_assembly_seconds", "assembly timing"),
 ]
 
 
@@ -240,7 +244,7 @@ def main() -> None:
 
 def render(data: dict) -> list[str]:
     """The results file: one table of rows, a column per phase."""
-    phases = [name for _, _, name in PHASES]
+    phases = list(dict.fromkeys(name for _, _, name in PHASES))  # (a phase of two functions: one column)
     phases += sorted({k for r in data["rows"] for k in r["phases"]} - set(phases))  # a --case's own
     m = data["meta"]
     lines = [f"# SF's row and its setup under a time limit (N = {m['n']:,}, random graph, ~{m['degree']} a row)", "",
