@@ -197,7 +197,8 @@ def test_from_columns_lbfgs_by_passes_records_the_adam_steps_it_took_instead(fak
     monkeypatch.setattr(model, "COLUMN_SETTINGS", by_passes)
     limit = _column_limit(n, history=by_passes.history, extra=X.nbytes)
     began = fake_clock.time
-    sf = ChordSF(init="identity", max_iter=50, time_limit=10, max_memory=limit, device="cpu").fit(X)
+    # (one thread: on two, a step's blocks take half the rounds (first_block), the pass 8 "s", and it fits)
+    sf = ChordSF(init="identity", max_iter=50, time_limit=10, max_memory=limit, device="cpu", threads=1).fit(X)
     assert sf.params_["path"] == "columns" and sf.params_["optimizer"] == "adam" and sf.n_iter_ >= 1
     assert "did not fit" in sf.params_["optimizer_note"] and fake_clock.time - began <= 10
 
@@ -308,3 +309,4 @@ def test_the_pilot_s_gram_is_priced_against_its_share(fake_clock, monkeypatch):
     assert pilot.columns == 147 and fake_clock.time <= 3.0, fake_clock.time
     U, s, _ = np.linalg.svd(X)
     assert abs(float(pilot.left @ U[:, 0])) > 0.99 and pilot.top == pytest.approx(s[0], rel=0.1)
+

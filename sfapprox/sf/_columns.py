@@ -343,14 +343,17 @@ class FirstBlock:
     Attributes
     ----------
     step_seconds : float
-        What a step of ``settings.batch`` columns is estimated to take: the block's seconds times the
-        blocks of a step (each block's call cost counted again: an estimate on the long side).
+        What a step of ``settings.batch`` columns is estimated to take: the seconds of the blocks that run
+        at once (one a thread) times the rounds a step's groups take (:func:`_step_rounds`).
     sums : tuple of float
         The start's ``(||X_S||^2, <X_S, P_S>, ||P_S||^2)`` on those columns: its best multiple where no
         step fits the time.
     block_seconds : float
-        The block's own seconds (its columns read and evaluated once): what a pass (:meth:`pass_seconds`)
-        and the comparison of a saved or rank-one start with the fit's end (``model._better_of``) cost.
+        The seconds of the blocks evaluated at once (one a thread, their columns read one block after
+        another): one block's on one thread, the long side of it on more (their reads add up), which the
+        comparison of a saved or rank-one start with the fit's end (``model._better_of``, one block at a
+        time) is priced by: on the safe side, as much as the threads times one block's read where reads
+        dominate.
     """
 
     step_seconds: float
