@@ -1004,11 +1004,9 @@ def test_a_wrapped_message_keeps_each_number_beside_its_unit(width):
     assert not any(re.match(r"(s|ms|MiB)\b", line) for line in lines), lines
 
 
-@pytest.mark.parametrize("columns", [100, 60])
-def test_a_stage_without_iterations_shows_its_name_and_time_not_it_0(monkeypatch, columns):
-    """compare's scoring (and a method before its first iteration) showed "it 0 error –", numbers that
-    meant nothing there: the line now shows the stage's name and the elapsed time alone, and the numbers
-    come back with the next fit's first report."""
+def _progress_console(monkeypatch, columns: int):
+    """A terminal console ``columns`` wide that the fit's progress line draws on, each update drawn at once
+    (a StringIO is no terminal, and rich refreshes on its own clock)."""
     import io
 
     from rich.console import Console
@@ -1021,6 +1019,17 @@ def test_a_stage_without_iterations_shows_its_name_and_time_not_it_0(monkeypatch
     monkeypatch.setattr(_render, "draws_progress", lambda: True, raising=False)  # a StringIO is no terminal
     redraw = _display._FitProgress.update
     monkeypatch.setattr(_display._FitProgress, "update", lambda self, *a, **kw: redraw(self, *a, **kw, refresh=True))
+    return console
+
+
+@pytest.mark.parametrize("columns", [100, 60])
+def test_a_stage_without_iterations_shows_its_name_and_time_not_it_0(monkeypatch, columns):
+    """compare's scoring (and a method before its first iteration) showed "it 0 error –", numbers that
+    meant nothing there: the line now shows the stage's name and the elapsed time alone, and the numbers
+    come back with the next fit's first report."""
+    from sfapprox.cli import _render
+
+    console = _progress_console(monkeypatch, columns)
     with _render.fit_progress("m", 100, False) as update:
         update({"iteration": 40, "max_iter": 100, "fro_error": 0.25, "elapsed": 1.0, "method": "sf"})
         update.describe("scoring")
@@ -1041,18 +1050,9 @@ def test_a_phase_before_the_first_iteration_has_the_numbers_room(monkeypatch, co
     empty "it" and error columns kept 24 blank cells: at 40 columns the phase was not shown at all, at 50 it
     read "SF mesh loading to…".  With no numbers to show, the phase has their room; they come back with
     the first iteration."""
-    import io
-
-    from rich.console import Console
-
-    from sfapprox import _display
     from sfapprox.cli import _render
 
-    console = Console(file=io.StringIO(), force_terminal=True, width=columns, color_system=None)
-    monkeypatch.setattr(_render, "err", console)
-    monkeypatch.setattr(_render, "draws_progress", lambda: True, raising=False)  # a StringIO is no terminal
-    redraw = _display._FitProgress.update
-    monkeypatch.setattr(_display._FitProgress, "update", lambda self, *a, **kw: redraw(self, *a, **kw, refresh=True))
+    console = _progress_console(monkeypatch, columns)
     with _render.fit_progress("SF mesh", 100, False) as update:
         update.phase("loading torch")
         update.phase("loading compiled kernels")

@@ -22,6 +22,7 @@ from sfapprox.sf import model
 from sfapprox.sf._multistart import start_values
 from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET, estimate_fit_memory
 from sfapprox.sources import ArraySource, KernelMatrix, SparseSource
+from test_columns import _slow_kernel  # (the fit from columns' own tests: one fake slow kernel)
 
 
 def _column_limit(n: int, history: int | None = None, extra: int = 0) -> int:
@@ -123,20 +124,6 @@ def test_a_sparse_source_gives_the_rank_one_start_by_its_sparse_product(monkeypa
 
 
 # ------------------------------------------------------------------------------ the first block's estimate
-def _slow_kernel(monkeypatch, clock, n: int, seconds: float = 1.0) -> list[int]:
-    """Every call of the block kernel on ``n`` rows "takes" ``seconds`` on the fake clock, whatever its
-    columns (its groups run at once); returns each call's columns."""
-    calls = []
-    real = C.block_loss_and_grad
-
-    def slow(w, offsets, block, start, grads, width, **kw):
-        if block.shape[0] == n:
-            calls.append(block.shape[1])
-            clock.advance(seconds)
-        return real(w, offsets, block, start, grads, width, **kw)
-
-    monkeypatch.setattr(C, "block_loss_and_grad", slow)
-    return calls
 
 
 def _start(n: int) -> tuple[np.ndarray, np.ndarray]:
