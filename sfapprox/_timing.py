@@ -119,6 +119,12 @@ class Deadline:
         """Whether a step of ``cost`` seconds started now ends by the deadline."""
         return self.end is None or now() + max(0.0, cost) <= self.end
 
+    def rest_fits(self, began: float, done: int, total: int) -> bool:
+        """Whether a pass begun at ``began`` (this module's clock) that has done ``done`` of its ``total``
+        items (``done`` > 0) ends by the deadline at the rate it went so far: the whole pass priced, not only
+        its next piece (a pass cut at the deadline had spent it for nothing)."""
+        return self.fits((now() - began) / done * (total - done))
+
     def passed(self) -> bool:
         """Whether the deadline has come."""
         return self.end is not None and now() >= self.end

@@ -19,3 +19,11 @@ def test_no_limit_fits_everything(fake_clock):
     d = Deadline.after(None)
     fake_clock.advance(1e9)
     assert d.fits(1e12) and not d.passed() and d.left() == math.inf and d.limit() is None
+
+
+def test_the_rest_of_a_pass_fits_at_the_rate_it_went(fake_clock):
+    """A quarter of a pass in 2 s: the rest (6 s at that rate) ends at 8 s, within a deadline at 8 s, not 7."""
+    began = fake_clock.time
+    fake_clock.advance(2.0)
+    assert Deadline.after(6.0).rest_fits(began, 25, 100) and not Deadline.after(5.0).rest_fits(began, 25, 100)
+    assert Deadline.after(None).rest_fits(began, 1, 10**9)

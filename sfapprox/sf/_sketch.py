@@ -149,7 +149,7 @@ def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dty
                 out = product[:min(n, r + SKETCH_ROWS) - r]
                 np.matmul(block[r:r + out.shape[0]], S[start:stop], out=out)
                 Y[r:r + out.shape[0]] += out
-            if deadline is not None and stop < n and not deadline.fits((_timing.now() - began) / stop * (n - stop)):
+            if deadline is not None and stop < n and not deadline.rest_fits(began, stop, n):
                 return None
     return Y, S, norm2
 

@@ -1943,14 +1943,13 @@ def _transposed_product(source: MatrixSource, u: np.ndarray, chunk: int, width: 
     """``X^T u`` by one pass over ``source``'s columns, ``chunk`` at a time in pieces of ``width`` (the
     fit's own reads: within its memory, on any source that gives columns), the columns read and their
     seconds; None where ``deadline`` would pass before the pass's end, at the rate of the chunks read so
-    far (the whole pass, not only its next chunk: a pass cut at the deadline had spent it for nothing)."""
+    far (:meth:`~sfapprox._timing.Deadline.rest_fits`)."""
     n = source.n
     v = np.empty(n)
     began = _timing.now()
     for start in range(0, n, chunk):
-        took = _timing.now() - began
-        if start and not deadline.fits(took / start * (n - start)):
-            return None, start, took
+        if start and not deadline.rest_fits(began, start, n):
+            return None, start, _timing.now() - began
         for a in range(start, min(n, start + chunk), width):
             J = np.arange(a, min(n, start + chunk, a + width))
             v[J] = source.columns(J).T @ u
