@@ -538,14 +538,13 @@ class _Parser:
             self.checked = parse_cost(data, data.count(b"\n") + 1)
         return self.checked + self.slow + _LINE_COST * self.list_edges + self.matrix_bytes + self.transient
 
-    def _by_chunks(self, text: str, start: int, stop: int, first_line: int, parse, add,
-                   size: int | None = None) -> None:
+    def _by_chunks(self, text: str, start: int, stop: int, first_line: int, parse, add) -> None:
         """Read the lines ``text[start:stop]`` of an edge or list section a chunk of :func:`_chunks` at a time:
         in bulk where ``parse`` (of the chunk's bytes) gives its columns, stored by ``add(chunk, columns,
         first_line)``; else line by line (comments, attributes, relation prefixes, a bad line: :meth:`_lines`
-        names the line of an error).  The chunks (of ``size`` characters, :func:`_chunks`) are read in file
-        order, so the arcs, edges and values are stored as the line reader stores them."""
-        for begin, end in _chunks(text, start, stop, size):
+        names the line of an error).  The chunks are read in file order, so the arcs and edges are stored as
+        the line reader stores them (a ``*Matrix``'s values: :meth:`_matrix_chunks`, each chunk checked first)."""
+        for begin, end in _chunks(text, start, stop):
             chunk = text[begin:end]
             columns = parse(_ascii(chunk))
             if columns is None:
