@@ -266,9 +266,9 @@ def _xz_dictionary(head: bytes) -> int:
     """The LZMA2 dictionary size of an ``.xz`` file's first block from its first bytes, or the dictionary of a
     legacy ``.lzma`` file's header (``lzma.open`` reads both: 0 was counted for it); 0 where they do not say
     (the codec refuses such a file)."""
-    if head[:6] != b"\xfd7zXZ\x00" and len(head) >= 5 and head[0] < _LZMA_ALONE_PROPERTIES:
-        return int.from_bytes(head[1:5], "little")  # .lzma: a properties byte, then the dictionary's size
-    if head[:6] != b"\xfd7zXZ\x00" or len(head) < 14:
+    if head[:6] != b"\xfd7zXZ\x00":  # .lzma: a properties byte, then the dictionary's size
+        return int.from_bytes(head[1:5], "little") if len(head) >= 5 and head[0] < _LZMA_ALONE_PROPERTIES else 0
+    if len(head) < 14:
         return 0
     flags, pos = head[13], 14
 
