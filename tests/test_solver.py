@@ -596,7 +596,9 @@ def test_compiled_iterations_follow_the_python_loop(compiled_calls):
     """The same iterations as the Python loop (direction, strong-Wolfe line search, pair updates),
     to rounding: the compiled sums (g . d, |g|_1) are not numpy's and torch's, nothing else differs.
     (Rounding differences grow about tenfold an iteration here, 1e-16 at first: 12 are compared; with
-    numba 0.61 and numpy 1.24 the 12th differed by 1.5e-12, and the pairs' products by 7e-11.)"""
+    numba 0.61 and numpy 1.24 the 12th differed by 1.5e-12, and the pairs' products by 7e-11; with numba
+    0.68.1 the 12th iterate by 8.8e-10 in an entry near zero, so x is compared on the scale of its largest
+    entries: a difference in the iterations themselves moves it by orders of magnitude more.)"""
     objective, x0 = _chord_problem()
     reason, fast = _run(objective, x0, max_iter=12)
     assert compiled_calls and reason == "max_iter"
@@ -604,9 +606,10 @@ def test_compiled_iterations_follow_the_python_loop(compiled_calls):
     slow_reason, slow = _run(_python_loop(objective), x0, max_iter=12)
     assert slow_reason == reason and slow["func_evals"] == fast["func_evals"]
     np.testing.assert_allclose(fast["history"], slow["history"], rtol=1e-11)
-    assert torch.allclose(fast["x"], slow["x"], rtol=1e-8, atol=1e-10)
+    assert torch.allclose(fast["x"], slow["x"], rtol=0, atol=1e-8 * slow["x"].abs().max().item())
     assert fast["best_loss"] == slow["best_loss"] or math.isclose(fast["best_loss"], slow["best_loss"], rel_tol=1e-10)
-    assert fast["order"] == slow["order"] and np.allclose(fast["SY"], slow["SY"], rtol=1e-8, atol=1e-10)
+    assert fast["order"] == slow["order"]
+    np.testing.assert_allclose(fast["SY"], slow["SY"], rtol=0, atol=1e-8 * np.abs(slow["SY"]).max())
 
 
 @pytest.mark.parametrize("scale", [1.0, 1e-4, 30.0], ids=["unit", "short", "long"])
