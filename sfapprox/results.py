@@ -244,11 +244,12 @@ class Comparison(ShownAsTables):
         return sorted(scored, key=_rank_key)
 
     def winner(self) -> str | None:
-        """The best ``ok`` method (:meth:`ranked`'s first), or None: no row was scored, or the best
+        """The best ``ok`` method (:meth:`ranked`'s first), or None: fewer than two rows were scored (one
+        method wins no contest, as a batch report counts no win of a matrix with one), or the best
         row's error interval overlaps the next one's (estimated errors: no winner is declared
         inside the intervals)."""
         ranked = self.ranked()
-        if not ranked or self.tied() is not None:
+        if len(ranked) < 2 or self.tied() is not None:
             return None
         return ranked[0].method
 
@@ -326,6 +327,8 @@ class Comparison(ShownAsTables):
         if not ranked:
             return None
         best = ranked[0]
+        if len(ranked) == 1:
+            return self._single_verdict(best)
         label = _label(best.method)
         tied = self.tied()
         if best.fro_error == 0.0 and best.rel_error is None:  # X is zero: no relative error to compare
@@ -368,6 +371,25 @@ class Comparison(ShownAsTables):
             text = f"{label} wins: SF's error is {_times(ratio)} larger{_cut_short_words(sf)}"
         else:
             text = f"{label} wins"
+        text, suggest = self._caveats(best, text, exact)
+        return {"winner": best.method, "text": text, "ratio": ratio, "exact": exact, "suggest": suggest}
+
+    def _single_verdict(self, row: MethodResult) -> dict[str, Any]:
+        """:meth:`verdict` of one scored row: no winner (one method wins no contest: "low rank (TSVD) wins"
+        and its ★ said so of a method run alone, where a batch report counts no win), what it reached where
+        that is exact, and the caveats of any verdict (a count of X's own entries, sparse storage to add)."""
+        exact = _is_exact(row)
+        text = f"only {row.method} was scored: no winner with one method"
+        if exact:
+            text += (f" ({row.method} reproduces X exactly with {counted(row.nnz, 'number')}, "
+                     f"{_share(row.nnz, self.budget)} of the budget)")
+        text, suggest = self._caveats(row, text, exact)
+        return {"winner": None, "text": text, "ratio": None, "exact": exact, "suggest": suggest}
+
+    def _caveats(self, best: MethodResult, text: str, exact: bool) -> tuple[str, list[str]]:
+        """``text`` with what every verdict adds after its lead: that the best row stores no fewer numbers
+        than X's own entries, and that plain sparse storage, not run, would hold X exactly (then
+        ``suggest`` names it)."""
         n = self.matrix.get("n")
         caveat = "but"  # the first caveat's word; "and" after it (two "; but" in a row read as a stutter)
         if n and best.nnz is not None and best.nnz >= int(n) ** 2:
@@ -382,7 +404,7 @@ class Comparison(ShownAsTables):
             text += (f"; {caveat} X has only {self.matrix['nnz']:,} non-zeros: plain sparse storage ('sparse') "
                      f"holds it exactly in {csr:,} numbers ({_share(csr, self.budget)} of the budget)")
             suggest = ["sparse"]
-        return {"winner": best.method, "text": text, "ratio": ratio, "exact": exact, "suggest": suggest}
+        return text, suggest
 
     def _entries_words(self, row: MethodResult, who: str) -> str:
         """"57,494 non-zeros take 114,988 numbers with their positions (25% of the budget)": what a row

@@ -598,6 +598,28 @@ def test_a_row_s_winner_follows_a_comparison_s_rule_for_exact_and_tied_lines():
     assert build_report(same).tables_by_category[0].rows[0].winner is None
 
 
+def test_one_method_counts_no_wins_in_tables_repr_and_command(tmp_path):
+    """`batch --methods tsvd` printed "wins: tsvd 0" and "total wins: tsvd 0": one method lost where there was
+    no contest. The tables, the repr and `sfapprox report` say that no winner is counted."""
+    from sfapprox.cli import app
+
+    records = [rec("strike", "tsvd", fro=2.7), rec("att", "tsvd", fro=1.0, category="attention", n=128)]
+    report = build_report(records)
+    titles = [t.title for t in report.tables()]
+    assert titles == ["network: ‖X − X̂‖_F by method (tsvd alone: no winner counted)",
+                      "attention: ‖X − X̂‖_F by method (tsvd alone: no winner counted)"]
+    assert report.tables()[-1].notes == ["total wins: none counted (tsvd alone)"]
+    assert repr(report).splitlines()[1:] == ["  network (1 matrix): tsvd alone: no winner counted",
+                                             "  attention (1 matrix): tsvd alone: no winner counted",
+                                             "  total wins: none counted (tsvd alone)"]
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    result = CliRunner().invoke(app, ["report", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "tsvd 0" not in result.output and "total wins: none counted (tsvd alone)" in result.output
+
+
 # ----------------------------------------------------------------------------- in a notebook and a REPL
 def test_a_report_s_repr_sums_it_up_in_a_few_lines():
     """A Report's repr was every record's every field (thousands of characters); it gives the wins by

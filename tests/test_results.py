@@ -74,13 +74,13 @@ def test_a_row_stopped_early_with_a_smaller_error_is_named_beside_the_star_and_t
     to TSVD without a word, which read as wrong. A stopped row is still not ranked, but it is named."""
     info = {"name": "m", "n": 8}
     stopped = MethodResult("sf", "interrupted", 10, 0.66, 0.066, 0.1, {"stop_reason": "interrupted"})
-    c = Comparison(info, 100, "sf", [_row("tsvd", 0.76), stopped])
+    c = Comparison(info, 100, "sf", [_row("tsvd", 0.76), _row("nmf", 0.9), stopped])
     assert c.winner() == "tsvd" and c.stopped_ahead() == [stopped]
     assert c.verdict()["text"] == ("low rank (TSVD) wins (of the methods that finished; sf, stopped early at "
                                    "0.066 relative, is not ranked)")
     notes = c.tables()[0].notes
     assert "★ smallest error at this budget: tsvd of the methods that finished" in notes
-    behind = Comparison(info, 100, "sf", [_row("tsvd", 0.5), stopped])  # behind the winner: nothing to say
+    behind = Comparison(info, 100, "sf", [_row("tsvd", 0.5), _row("nmf", 0.9), stopped])  # behind the winner: nothing to say
     assert behind.stopped_ahead() == [] and behind.verdict()["text"] == "low rank (TSVD) wins"
     assert "★ smallest error at this budget: tsvd" in behind.tables()[0].notes
 
@@ -91,7 +91,7 @@ def test_three_rows_stopped_early_are_named_as_a_sentence_lists_them():
     info = {"name": "m", "n": 8}
     stopped = [MethodResult(m, "interrupted", 10, 10 * e, e, 0.1, {"stop_reason": "interrupted"})
                for m, e in (("sf", 0.066), ("rpca", 0.05), ("nmf", 0.06))]
-    c = Comparison(info, 100, "sf", [_row("tsvd", 0.76), *stopped])
+    c = Comparison(info, 100, "sf", [_row("tsvd", 0.76), _row("sparse", 8.0), *stopped])
     assert c.verdict()["text"] == ("low rank (TSVD) wins (of the methods that finished; sf, rpca and nmf, stopped "
                                    "early at 0.066, 0.05 and 0.06 relative, are not ranked)")
 
@@ -128,12 +128,12 @@ def test_one_order_decides_the_star_the_verdict_and_the_json_winner():
 def test_verdict_says_when_the_winner_stores_no_fewer_numbers_than_x():
     """SF's default budget is its structure's, over N^2 at small N: a 3 x 3 matrix "reproduced exactly
     with 18 numbers" said nothing of X's own 9 entries."""
-    c = Comparison({"name": "m", "n": 3}, 18, "sf", [MethodResult("sf", "ok", 18, 0.0, 0.0, 0.1, {})])
+    c = Comparison({"name": "m", "n": 3}, 18, "sf", [MethodResult("sf", "ok", 18, 0.0, 0.0, 0.1, {}), _row("tsvd", 2.0)])
     assert c.verdict()["text"] == ("SF reproduces X exactly with 18 numbers (100% of the budget); but 18 numbers "
                                    "are no fewer than X's own 9 entries: X stored as it is costs no more")
     under = Comparison({"name": "m", "n": 8}, 60, "sf", [_row("sf", 1.0), _row("tsvd", 3.0)])
     assert "no fewer than" not in under.verdict()["text"]
-    one = Comparison({"name": "m", "n": 1}, 1, "sf", [MethodResult("sf", "ok", 1, 0.0, 0.0, 0.1, {})])
+    one = Comparison({"name": "m", "n": 1}, 1, "sf", [MethodResult("sf", "ok", 1, 0.0, 0.0, 0.1, {}), _row("tsvd", 2.0)])
     assert one.verdict()["text"] == ("SF reproduces X exactly with 1 number (100% of the budget); but 1 number "
                                      "is no fewer than X's own 1 entry: X stored as it is costs no more")
 
@@ -144,6 +144,32 @@ def test_verdict_joins_its_two_caveats_with_and_not_a_second_but():
     c = Comparison({"name": "m", "n": 8, "nnz": 12}, 100, "sf", [MethodResult("tsvd", "ok", 70, 1.0, 0.1, 0.1, {})])
     text = c.verdict()["text"]
     assert text.count("; but ") == 1 and "X stored as it is costs no more; and X has only 12 non-zeros" in text
+
+
+def test_one_scored_method_has_no_winner_star_or_wins_verdict():
+    """`compare --methods tsvd` marked tsvd ★ and said "low rank (TSVD) wins", where a batch report of the
+    same single method counts no winner: one method wins no contest, and both now say so."""
+    info = {"name": "m", "n": 8, "nnz": 60}
+    alone = Comparison(info, 100, "tsvd", [_row("tsvd", 0.76)])
+    assert alone.winner() is None and alone.to_dict()["winner"] is None
+    assert alone.verdict() == {"winner": None, "text": "only tsvd was scored: no winner with one method",
+                               "ratio": None, "exact": False, "suggest": []}
+    (table,) = alone.tables()
+    assert table.rows[0]["method"] == "tsvd" and not any(note.startswith("★") for note in table.notes)
+    assert "tsvd 0.076 ★" not in repr(alone)
+    exact = Comparison(info, 100, "sparse", [_row("sparse", 0.0, exact=True, nnz=12)])
+    assert exact.verdict()["text"] == ("only sparse was scored: no winner with one method (sparse reproduces X "
+                                       "exactly with 10 numbers, 10% of the budget)")
+    failed = MethodResult("sf", "failed", reason="boom")  # a second method that gave no error: still one scored
+    assert Comparison(info, 100, "sf", [_row("tsvd", 0.76), failed]).winner() is None
+
+
+def test_one_scored_method_keeps_the_verdicts_caveats():
+    """The advice a verdict gives whoever won (sparse storage would be exact) stays for one method."""
+    c = Comparison({"name": "m", "n": 8, "nnz": 5}, 100, "tsvd", [_row("tsvd", 0.76)])
+    verdict = c.verdict()
+    assert verdict["suggest"] == ["sparse"] and verdict["text"].startswith(
+        "only tsvd was scored: no winner with one method; but X has only 5 non-zeros")
 
 
 def test_verdict_says_when_unrun_sparse_storage_would_be_exact():

@@ -26,7 +26,7 @@ from .results_file import FILE_MISSING, MEASURES
 from .results_file import finite_number as _finite  # the lines' own test: an edited 10**400 is not finite
 
 __all__ = ["MatrixRow", "CategoryTable", "Report", "Unavailable", "build_report", "table_cells", "wins_line",
-           "unavailable_line"]
+           "total_wins_line", "unavailable_line"]
 
 #: Matrix facts shown as extra columns when present (key -> column title).
 INFO_COLUMNS = {"mean_row_entropy": "entropy", "beta": "β"}
@@ -223,9 +223,8 @@ class Report(ShownAsTables):
             if estimated:
                 table.notes.append(f"{ESTIMATED_NOTE}; no winner where the intervals overlap")
             out.append(table)
-        totals = self.total_wins()
-        if out and totals:
-            out[-1].notes.append("total wins: " + ", ".join(f"{m} {n}" for m, n in totals.items()))
+        if out and self.methods:
+            out[-1].notes.append(total_wins_line(self))
         mixed = [f"{row.name} ({row.mixed})" for cat in self.tables_by_category for row in cat.rows if row.mixed]
         if out and mixed:
             out[-1].notes.append(f"not ranked, their lines measured different things: {', '.join(mixed)}; "
@@ -264,7 +263,7 @@ class Report(ShownAsTables):
         lines += [f"  {c.category} ({counted(len(c.rows), 'matrix', 'matrices')}): {wins_line(c)}"
                   for c in self.tables_by_category]
         if self.tables_by_category:
-            lines.append("  total wins: " + ", ".join(f"{m} {n}" for m, n in self.total_wins().items()))
+            lines.append(f"  {total_wins_line(self)}")
         if self.unavailable:
             names = ", ".join(u.name for u in self.unavailable[:3]) + (" ..." if len(self.unavailable) > 3 else "")
             count = counted(len(self.unavailable), "matrix", "matrices")
@@ -722,14 +721,35 @@ def _status(record: dict[str, Any] | None) -> str | None:
 
 
 def wins_line(table: CategoryTable) -> str:
-    """``"wins: sf 3, tsvd 1"`` (only matrices with two or more scored methods count).
+    """``"wins: sf 3, tsvd 1"`` (only matrices with two or more scored methods count), or
+    ``"tsvd alone: no winner counted"`` where the category has one method.
 
     Parameters
     ----------
     table : CategoryTable
         The category.
     """
+    if len(table.methods) < 2:  # "wins: tsvd 0" said one method lost where there was no contest
+        return f"{_one_method(table.methods)}: no winner counted"
     return "wins: " + ", ".join(f"{m} {table.wins.get(m, 0)}" for m in table.methods)
+
+
+def total_wins_line(report: Report) -> str:
+    """``"total wins: sf 3, tsvd 1"`` over every category, or that none was counted where one method ran.
+
+    Parameters
+    ----------
+    report : Report
+        The report.
+    """
+    if len(report.methods) < 2:
+        return f"total wins: none counted ({_one_method(report.methods)})"
+    return "total wins: " + ", ".join(f"{m} {n}" for m, n in report.total_wins().items())
+
+
+def _one_method(methods: list[str]) -> str:
+    """What a table with fewer than two methods says instead of its wins: a contest needs two."""
+    return f"{methods[0]} alone" if methods else "no method"
 
 
 def unavailable_line(unavailable: list[Unavailable], shown: int = 8) -> str | None:
