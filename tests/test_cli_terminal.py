@@ -220,6 +220,57 @@ def test_info_at_80_columns_keeps_its_keys_on_one_line_and_the_digest_under_the_
     assert "  " + digest in lines and any("│ sha256 " in line and "see below" in line for line in lines), lines
 
 
+@pytest.fixture(scope="module")
+def info_inputs(tmp_path_factory) -> dict[str, list]:
+    """``info``'s three kinds of input: a matrix file, a saved fit and a kernel over a points table."""
+    fit = tmp_path_factory.mktemp("info") / "fit.h5"
+    subprocess.run([sys.executable, "-m", "sfapprox", "fit", "examples/mesh_small.mtx", "--iters", "3", "--device",
+                    "cpu", "--out", str(fit)], cwd=ROOT, check=True, capture_output=True, timeout=120)
+    return {"matrix": ["examples/mesh_small.mtx"], "fit": [fit], "kernel": ["examples/features.csv", "--kernel", "rbf"]}
+
+
+def _facts(args: list) -> list[tuple[str, str]]:
+    """``info``'s facts as (key, value), read from its table piped at a width that fits them on one line each."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    done = subprocess.run([sys.executable, "-m", "sfapprox", "info", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, env={**env, "COLUMNS": "400"}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = []
+    for line in done.stdout.split("\n\n")[0].splitlines():  # the facts' table, the first
+        cells = [cell.strip() for cell in line.split("│")]
+        if len(cells) == 4 and cells[1]:
+            rows.append((cells[1], cells[2]))
+    assert len(rows) > 5, done.stdout
+    return rows
+
+
+@pytest.mark.parametrize("kind", ["matrix", "fit", "kernel"])
+@pytest.mark.parametrize("columns", [20, 40, 80])
+def test_info_facts_read_whole_at_20_40_and_80_columns(info_inputs, kind, columns):
+    """At 20 columns info's table had every value's cell saying "see below" (the keys and the word beside them
+    left no room), then listed them under it, where "min -1, max 4, ‖X‖_F 35.33" went past the window's edge
+    for the terminal to cut mid-word.  Where no value fits beside the keys the facts are a list, key then value,
+    each broken at spaces; every value is there whole at each width, and a line wider than the window is one
+    word (a digest, a path) only."""
+    args = info_inputs[kind]
+    facts = _facts(args)
+    code, screen = run_in_terminal(["info", *args], columns=columns, timeout=120)
+    text = plain(screen)
+    assert code == 0, text
+    facts_part = text.split("note:")[0].split(" where each")[0]  # before the methods' table
+    lines = facts_part.splitlines()
+    if columns == 20:
+        assert "see below" not in facts_part, facts_part
+        flat = " ".join(facts_part.split())
+        for key, value in facts:
+            assert f"{' '.join(key.split())}: {' '.join(value.split())}" in flat, (key, value, facts_part)
+    else:
+        words = set(re.sub(r"[│┌┐└┘├┤─┬┴┼]", " ", facts_part).split())
+        assert all(word in words for _, value in facts for word in value.split() if value != "see below"), facts_part
+        assert facts_part.count("see below") < len(facts) // 2, facts_part
+    assert all(cell_len(line) <= columns or len(line.split()) == 1 for line in lines), facts_part
+
+
 def test_piped_tables_are_as_wide_as_their_content(matrix):
     done = subprocess.run([sys.executable, "-m", "sfapprox", "methods"], capture_output=True, text=True, cwd=ROOT,
                           env={k: v for k, v in os.environ.items() if k != "COLUMNS"}, timeout=60)

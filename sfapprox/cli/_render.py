@@ -641,14 +641,36 @@ def _key_value_text(title: str, rows: list[tuple[str, Any]], ascii: bool) -> tup
 def show_key_values(console: Console, title: str, rows: list[tuple[str, Any]], *, ascii: bool = False) -> None:
     """Print facts as a two-column table laid out for ``console``'s width (:func:`key_value_table`), then
     each value too wide to sit beside its key under its key, on a line of its own, whole: the terminal
-    wraps it, and a copy of it is one piece."""
+    wraps it, and a copy of it is one piece.  Where every value would go under the table (a window
+    narrower than the longest key beside "see below": 20 columns), the facts are a list, key then value,
+    without the table, whose cells all said "see below"."""
     width = table_width(console)
-    console.print(key_value_table(title, rows, ascii=ascii, width=width))
-    _, texts = _key_value_text(title, rows, ascii)
-    for n in sorted(key_value_layout(texts, width)[2]):
+    heading, texts = _key_value_text(title, rows, ascii)
+    below = key_value_layout(texts, width)[2]
+    listed = bool(texts) and len(below) == len(texts)
+    if listed:
+        console.print(_at_width(Text(heading, style="italic"), width), soft_wrap=True)
+    else:
+        console.print(key_value_table(title, rows, ascii=ascii, width=width))
+    for n in sorted(below):
         key, value = texts[n]
-        console.print(Text(f"{key}:", style="bold"))
-        console.print(Text(f"  {value}"), soft_wrap=True)
+        console.print(_at_width(Text(f"{key}:", style="bold"), width), soft_wrap=True)
+        console.print(_indented(value, width), soft_wrap=True)
+
+
+def _at_width(text: Text, width: int | None) -> Text:
+    """``text`` broken at spaces to ``width`` cells (None: as it is); a word wider than that stays whole, for
+    the terminal to wrap (:func:`at_spaces`)."""
+    return text if width is None else at_spaces(text, width)
+
+
+def _indented(value: str, width: int | None, indent: str = "  ") -> Text:
+    """A fact's value under its key: indented, broken at spaces to the window (a value of words, "min -1,
+    max 4, ‖X‖_F 35.33", was left to the terminal, which cut it mid-word at 20 columns), a word wider than
+    the room (a digest, a path) whole on a line of its own."""
+    room = None if width is None else max(1, width - len(indent))
+    lines = _at_width(Text(value), room).split("\n", allow_blank=True)
+    return Text("\n").join(Text(indent) + line for line in lines)
 
 
 @contextlib.contextmanager
