@@ -672,3 +672,73 @@ def test_a_legacy_lzma_file_s_dictionary_is_counted():
         head = make(b"0123456789" * 1000)[:32]
         assert decoder_bytes(".xz", head, 10**9) == _XZ_STATE + (8 << 20)
         assert decoder_bytes(".xz", head, 1000) == _XZ_STATE + 1000  # as far as the output has filled it
+
+
+#: Run ``sfapprox info PATH`` with an address space of what the process holds after its imports plus 512 MiB.
+_UNDER_ADDRESS_LIMIT = """
+import resource, sys
+from sfapprox.cli import app, main  # (torch and the readers imported before the limit: their mappings are large)
+import sfapprox.describe, sfapprox.io
+
+held = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize:"))
+resource.setrlimit(resource.RLIMIT_AS, (held + (512 << 20), resource.getrlimit(resource.RLIMIT_AS)[1]))
+sys.argv = ["sfapprox", "info", sys.argv[1]]
+main()
+"""
+
+
+@pytest.mark.parametrize("name", ["a.npy.xz", "a.csv.xz"])
+def test_an_xz_whose_dictionary_does_not_fit_the_address_space_says_so_in_one_line(tmp_path, name):
+    """An ``.xz`` whose header declares a 1.5 GiB dictionary (liblzma allocates it whole before its first
+    byte) read under ``ulimit -v``: "error: out of memory ()", naming neither the file nor why.  It names the
+    file, the memory its decoder asks for and what to do, exit 2."""
+    import io
+    import lzma
+    import os
+    import subprocess
+    import sys
+
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("needs Linux's /proc to read the address space held")
+    table = np.arange(400.0).reshape(20, 20)
+    if name.endswith(".npy.xz"):
+        buf = io.BytesIO()
+        np.save(buf, table)
+        data = buf.getvalue()
+    else:
+        data = "\n".join(",".join(map(str, row)) for row in table).encode()
+    p = tmp_path / name
+    p.write_bytes(lzma.compress(data, format=lzma.FORMAT_XZ, filters=[{"id": lzma.FILTER_LZMA2, "dict_size": 1536 << 20}]))
+    done = subprocess.run([sys.executable, "-c", _UNDER_ADDRESS_LIMIT, str(p)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "COLUMNS": "1000"})
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {p}: its xz decoder could not get the 1.5 GiB"), done.stderr
+    assert "1.5 GiB dictionary its header declares" in lines[0] and f"xz -dk {p}" in lines[0]
+
+
+def test_an_xz_decoder_s_memory_limit_error_is_said_as_its_memory_not_as_a_bad_file(tmp_path, monkeypatch):
+    """liblzma's own refusal ("Memory usage limit exceeded", a decoder given a memlimit) read as "not a valid
+    xz file"; it is the decoder's memory, named with the dictionary."""
+    import lzma
+
+    from sfapprox.io._common import Source
+
+    p = tmp_path / "a.csv.xz"
+    p.write_bytes(lzma.compress(b"1,2\n3,4\n", format=lzma.FORMAT_XZ,
+                                filters=[{"id": lzma.FILTER_LZMA2, "dict_size": 64 << 20}]))
+
+    class _Refusing:  # lzma.open's file, whose decoder was refused its memory
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def read(self, *args):
+            raise lzma.LZMAError("Memory usage limit exceeded")
+
+    monkeypatch.setattr(lzma, "open", lambda *args, **kwargs: _Refusing())
+    for read in (lambda src: src.head(), lambda src: src.read_bytes()):
+        with pytest.raises(ResourceError, match=r"a\.csv\.xz: its xz decoder could not get the 64\.1 MiB"):
+            read(Source(p))

@@ -19,6 +19,7 @@ import io
 import lzma
 import os
 import re
+import shlex
 import sys
 import struct
 import zipfile
@@ -318,6 +319,38 @@ def decoder_bytes(compression: str | None, head: bytes, decompressed: int) -> in
     return 0
 
 
+def decoder_refusal(display: str, head: bytes, exc: BaseException) -> ResourceError:
+    """The one-line error for an ``.xz`` decoder that could not get its memory (a ``MemoryError``, or liblzma's
+    "Memory usage limit" error): an ``.xz`` whose header declares a 1.5 GiB dictionary under ``ulimit -v``
+    said "out of memory ()", without the file or why.  Names the file, the memory its decoder asks for
+    at once (an ``.xz``'s whole dictionary, allocated before the first byte is out, however small the file)
+    and what to do.
+
+    Examples
+    --------
+    >>> head = lzma.compress(b"x", format=lzma.FORMAT_XZ, filters=[{"id": lzma.FILTER_LZMA2, "dict_size": 1 << 30}])
+    >>> print(decoder_refusal("a.csv.xz", head, MemoryError()))
+    a.csv.xz: its xz decoder could not get the 1.0 GiB it allocates at once (the 1.0 GiB dictionary its header \
+declares, however small the file); decompress it where memory allows (xz -dk a.csv.xz) or recompress it with a \
+smaller dictionary (xz -6: 8 MiB), and read that
+    """
+    dictionary = _xz_dictionary(head)
+    if not dictionary:  # (a header that does not say: the decoder's state alone)
+        return ResourceError(f"{display}: its xz decoder could not get its memory ({one_line(exc) or 'MemoryError'});"
+                             f" decompress it where memory allows (xz -dk {shlex.quote(display)}) and read that")
+    return ResourceError(f"{display}: its xz decoder could not get the {format_bytes(dictionary + _XZ_STATE)} it "
+                         f"allocates at once (the {format_bytes(dictionary)} dictionary its header declares, however "
+                         f"small the file); decompress it where memory allows (xz -dk {shlex.quote(display)}) or recompress it with "
+                         "a smaller dictionary (xz -6: 8 MiB), and read that")
+
+
+def _out_of_decoder_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is a decoder's failure to get memory (not a limit of sfapprox's, which says its own)."""
+    if isinstance(exc, SfapproxError):
+        return False
+    return isinstance(exc, MemoryError) or (isinstance(exc, lzma.LZMAError) and "memory" in str(exc).lower())
+
+
 def strip_compression(name: str) -> str:
     """``name`` without its compressed suffix, if any (``a.mtx.xz`` -> ``a.mtx``)."""
     suffix = compression_of(name)
@@ -548,6 +581,15 @@ class Source:
                                  + decoder_bytes(self.compression, head, out.tell()),
                                  what=f"{self.display}: decompressed data", limit=limit)
                 self._digest = raw.hexdigest()
+        except SfapproxError:
+            raise
+        except (MemoryError, lzma.LZMAError) as exc:
+            # (an .xz's dictionary is allocated before its first byte is out: a MemoryError later is the buffer's)
+            if out.tell() == 0:
+                self._decoder_memory(exc)
+            if isinstance(exc, MemoryError):
+                raise
+            raise self._codec_error(exc) from None
         except _CODEC_ERRORS as exc:
             raise self._codec_error(exc) from None
         except OSError as exc:
@@ -555,6 +597,15 @@ class Source:
                 raise self._codec_error(exc) from None
             raise
         return out.getvalue()
+
+    def _decoder_memory(self, exc: BaseException) -> None:
+        """Raise :func:`decoder_refusal` where ``exc``, raised before the decoder gave a byte, is an ``.xz``
+        decoder's failure to get memory; else return (the caller raises ``exc`` as it would have)."""
+        if self.compression != ".xz" or not _out_of_decoder_memory(exc):
+            return
+        with open(self.path, "rb") as raw:
+            head = raw.read(32)
+        raise decoder_refusal(self.display, head, exc) from None
 
     def file_arg(self):
         """A path string for readers that open files themselves, or a BytesIO for compressed files."""
@@ -575,6 +626,11 @@ class Source:
                 try:
                     with self._open_compressed() as fh:
                         return fh.read(n_bytes)
+                except (MemoryError, lzma.LZMAError) as exc:
+                    self._decoder_memory(exc)  # (a head's few bytes: a MemoryError is the decoder's)
+                    if isinstance(exc, MemoryError):
+                        raise
+                    raise self._codec_error(exc) from None
                 except _CODEC_ERRORS as exc:
                     raise self._codec_error(exc) from None
                 except OSError as exc:
