@@ -929,3 +929,26 @@ def test_a_matrix_on_one_line_is_checked_for_its_length(tmp_path, monkeypatch, c
     path = write(tmp_path / "m.net", f"*Vertices {n}\n*Matrix\n" + ("% a comment\n" if comment else "") + values + "\n")
     peak, checked = _matrix_peak_and_check(monkeypatch, path, n)
     assert peak <= checked, (peak, checked)
+
+
+def test_a_2_mode_projection_is_checked_beside_what_the_read_holds(tmp_path):
+    """B·Bᵀ's check counted the product alone: B, the lines' arrays and the file's bytes (12.8 MiB here), held
+    while it is made, were left out.  Under a --max-memory between the product's figure and the product with
+    them, the read is refused, naming both; above the two it loads."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    n1, n2, lines = 1500, 40_000, 200_000
+    i, j = rng.integers(1, n1 + 1, lines), rng.integers(n1 + 1, n1 + n2 + 1, lines)
+    path = tmp_path / "two_mode.net"
+    write(path, f"*Vertices {n1 + n2} {n1}\n*Edges\n" + "".join(f"{a} {b}\n" for a, b in zip(i, j)))
+    B = sp.csr_array((np.ones(lines), (i - 1, j - n1 - 1)), shape=(n1, n2))
+    B.sum_duplicates()
+    counts = np.diff(B.tocsc().indptr).astype(np.int64)
+    product = min(16 * int(np.sum(counts ** 2)), 8 * n1 * n1) * 2  # the projection's own figure
+    held = 8 * 5 * lines + lines + B.data.nbytes + B.indices.nbytes  # the lines' columns, B: a floor of what is held
+    assert held > 8 << 20
+    with pytest.raises(ResourceError, match=r"2-mode projection \(rows\), 34\.3 MiB, beside the 1\d\.\d MiB the read "
+                                            r"holds \(B, the lines' arrays, the file's bytes\) needs about"):
+        load_matrix(path, max_memory=product + (held // 2))
+    assert load_matrix(path, max_memory=product + held + (8 << 20)).n == n1

@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._errors import ParameterError, parameter
-from .._validation import check_memory
+from .._validation import check_memory, format_bytes
 from ..formats import counted
 from ._common import (Options, ReadResult, Source, check_order, fortran_float, is_int_token, is_missing_token,
                       is_number_like, parse_float, text_width as _width)
@@ -554,6 +554,11 @@ class _Parser:
             first_line += chunk.count("\n")
             del chunk, columns  # (not held while the next chunk is parsed)
 
+    # Two loops, not _by_chunks with hooks (merged, it would take a chunk size, a check before each chunk's parse
+    # and another slow reader as parameters: half its lines each caller's): a *Matrix chunk's reading is priced
+    # by itself before it is parsed, its size and path known only then (self.transient, reset after the
+    # section), and read line by line it is that price (_read_lines); an edge or list chunk's was priced with the
+    # whole file by read_text (parse_cost), and read line by line it adds to the section's running count (_lines).
     def _matrix_chunks(self, text: str, start: int, stop: int, first_line: int) -> None:
         """Read the lines ``text[start:stop]`` of a ``*Matrix`` section a chunk of :data:`_MATRIX_CHUNK_CHARS`
         at a time into its array: in bulk where the chunk is plain numbers (:func:`_matrix_values`), else line
@@ -941,8 +946,9 @@ def _bipartite_block(src: Source, net: _Network, n1: int) -> sp.csr_array | np.n
     return B if dense is None else _plus_sparse(dense, B)
 
 
-def _check_projection_memory(src: Source, B, mode: str, limit: int | None) -> None:
-    """Bound the projection's stored entries before multiplying.
+def _check_projection_memory(src: Source, B, mode: str, limit: int | None, held: int = 0) -> None:
+    """Bound the projection's stored entries before multiplying, beside ``held``: the bytes the read holds
+    at that moment, B's included (:func:`_read_bytes_held`).
 
     Entry (a, b) of B·Bᵀ is nonzero only if rows a and b share a column, so
     the sum over columns of (column count)² bounds its entries (and
@@ -950,9 +956,30 @@ def _check_projection_memory(src: Source, B, mode: str, limit: int | None) -> No
     """
     pattern = sp.csr_array(B) if sp.issparse(B) else sp.csr_array(np.asarray(B))
     counts = np.diff(pattern.tocsc().indptr) if mode == "rows" else np.diff(pattern.indptr)
+    del pattern
     bound = int(np.sum(counts.astype(np.int64) ** 2))
     side = B.shape[0] if mode == "rows" else B.shape[1]
-    check_memory(min(16 * bound, 8 * side * side) * 2, what=f"{src.display}: 2-mode projection ({mode})", limit=limit)
+    product = min(16 * bound, 8 * side * side) * 2
+    # the product alone was checked: B, the lines' arrays and the file's bytes, all held while it is made,
+    # were left out of the limit
+    check_memory(product + held, limit=limit,
+                 what=f"{src.display}: 2-mode projection ({mode}), {format_bytes(product)}, beside the "
+                      f"{format_bytes(held)} the read holds (B, the lines' arrays, the file's bytes)")
+
+
+def _array_bytes(B) -> int:
+    """The bytes of a dense or scipy sparse array (its values and index arrays)."""
+    if sp.issparse(B):
+        return sum(getattr(B, name).nbytes for name in ("data", "indices", "indptr", "row", "col") if hasattr(B, name))
+    return np.asarray(B).nbytes
+
+
+def _read_bytes_held(src: Source, networks: list[_Network]) -> int:
+    """What a Pajek read holds once parsed: the file's bytes (its :class:`Source`'s) and every network's
+    column arrays and ``*Matrix`` arrays (a dense B is its first section's array, counted here)."""
+    arrays = [getattr(net, name) for net in networks for name, _ in _COLUMNS]
+    arrays += [block.values for net in networks for block in net.matrices]
+    return src.held + sum(a.nbytes for a in arrays if isinstance(a, np.ndarray))
 
 
 def _resolve_split(src: Source, net: _Network, mode: str | None, notes: list[str]) -> int | None:
@@ -991,9 +1018,10 @@ def _one_mode(src: Source, net: _Network, mode: str | None, notes: list[str]):
 
 
 def _two_mode(src: Source, net: _Network, mode: str | None, notes: list[str], limit: int | None = None,
-              reading: dict | None = None):
+              reading: dict | None = None, held: int = 0):
     """The matrix for ``two_mode=mode``: 1-mode adjacency, B·Bᵀ, BᵀB or the bipartite adjacency; the mode
-    used goes in ``reading["two_mode"]`` (None: a 1-mode adjacency as written, as ``"bipartite"`` gives it)."""
+    used goes in ``reading["two_mode"]`` (None: a 1-mode adjacency as written, as ``"bipartite"`` gives it).
+    ``held``: the bytes the read holds before B is made (:func:`_read_bytes_held`), checked with a projection."""
     reading = {} if reading is None else reading
     n1 = _resolve_split(src, net, mode, notes)
     if n1 is None:
@@ -1011,7 +1039,8 @@ def _two_mode(src: Source, net: _Network, mode: str | None, notes: list[str], li
     else:
         notes.append(f"2-mode network {n1}x{n2}: {parameter('two_mode', mode)}")
     if mode in ("rows", "cols"):
-        _check_projection_memory(src, B, mode, limit)
+        # B beside what the read held before it (a dense B is its first *Matrix section's array, counted there)
+        _check_projection_memory(src, B, mode, limit, held + (_array_bytes(B) if sp.issparse(B) else 0))
         with np.errstate(over="ignore", invalid="ignore"):  # said below, as one line, not as a warning
             product = B @ B.T if mode == "rows" else B.T @ B
         values = product.data if sp.issparse(product) else product
@@ -1054,7 +1083,7 @@ def read_pajek(src: Source, opts: Options) -> ReadResult:
     # what picked the matrix, as read: network 1 and a relation or two_mode given as the file's default
     # are the matrix read without them
     reading = {"network": which, "relation": _relation_read(net, opts.relation)}
-    matrix = _two_mode(src, net, opts.two_mode, notes, opts.max_memory, reading)
+    matrix = _two_mode(src, net, opts.two_mode, notes, opts.max_memory, reading, _read_bytes_held(src, networks))
     return ReadResult(matrix, "pajek", notes, reading=reading)
 
 
