@@ -313,7 +313,8 @@ class Comparison(ShownAsTables):
         2.1x larger"``.  When plain sparse storage was not run but would hold X
         exactly within the budget, the text says so and ``suggest`` names the
         methods to add (``["sparse"]``), whatever the methods that ran.  A row stopped early
-        with a smaller error so far (:meth:`stopped_ahead`) is named after it.
+        with a smaller error so far (:meth:`stopped_ahead`) is named after it.  With one scored row
+        there is no winner: ``"only tsvd was scored: no winner with one method"``, then the same caveats.
         """
         out = self._verdict()
         stopped = self.stopped_ahead()

@@ -424,7 +424,7 @@ class Sweep(ShownAsTables):
 
     def __repr__(self) -> str:
         """The table's title, then a line per budget (its errors as the table says them, the smallest
-        starred); of more than :data:`REPR_BUDGETS` budgets, the first and last ones.
+        starred where two or more were scored); of more than :data:`REPR_BUDGETS` budgets, the first and last ones.
 
         Examples
         --------
@@ -435,7 +435,7 @@ class Sweep(ShownAsTables):
         ...                                                       MethodResult("tsvd", "ok", 76, 1.5, 0.3)])])
         >>> s
         Sweep: graph (N=10): relative error by budget
-          budget 40 (40.00% of N²): sf n/a, tsvd 0.4 ★
+          budget 40 (40.00% of N²): sf n/a, tsvd 0.4
           budget 80 (80.00% of N²): sf 0.2 ★, tsvd 0.3
         """
         (table,) = self.tables()
