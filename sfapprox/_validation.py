@@ -829,9 +829,11 @@ def array_of(a, source: str, what: str, max_memory: int | None = None) -> np.nda
     refuse_masked(a, source, f"{what}, a masked array")
     try:
         # the caller makes a float64 copy next: counted with a GPU tensor's copy in host memory
-        return np.asarray(numpy_readable(a, source=source, max_memory=max_memory, as_float64=True))
+        arr = np.asarray(numpy_readable(a, source=source, max_memory=max_memory, as_float64=True))
     except (TypeError, ValueError) as exc:
         raise InputError(f"{source}: cannot read {what} as an array ({' '.join(str(exc).split())})") from None
+    # a pandas frame of nullable dtypes reads as an object array ("got object" said nothing of its numbers)
+    return object_numbers(arr, source, what, max_memory) if arr.dtype.kind == "O" and arr.ndim else arr
 
 
 def float64_table(arr: np.ndarray, source: str, what: str, max_memory: int | None = None, *, held: int = 0,
@@ -924,6 +926,8 @@ def _check_dense(X, source: str, max_memory: int | None) -> np.ndarray:
         arr = np.asarray(numpy_readable(X, source=source, max_memory=max_memory, as_float64=True))
     except (ValueError, TypeError) as exc:  # ragged nested lists and the like
         raise InputError(f"{source}: cannot convert input to an array ({exc})".replace("\n", " ")) from None
+    if arr.dtype.kind == "O" and arr.ndim == 2:  # a pandas frame of nullable dtypes ("Float64", "Int64") is one
+        arr = object_numbers(arr, source, "the matrix", max_memory)
     check_matrix_dtype(arr.dtype, source)
     _check_shape(arr.shape, source)
     if arr.dtype != np.float64 or not arr.flags.c_contiguous:
@@ -1161,6 +1165,45 @@ def numbers_array(a: np.ndarray) -> np.ndarray | None:
         return a.astype(np.complex128 if complex_ else np.float64)
     except (TypeError, ValueError):
         return None
+
+
+def object_numbers(arr: np.ndarray, source: str, what: str, max_memory: int | None = None) -> np.ndarray:
+    """An object array of numbers as float64 (complex128 where one is complex), as :func:`numbers_array`
+    reads the products' operands: what numpy makes of a pandas frame of nullable dtypes (``"Float64"``,
+    ``"Int64"``: ``df.convert_dtypes()``'s) or of a list of Decimals.  One holding anything else (None,
+    ``pd.NA``, a string) is an :class:`~sfapprox.InputError` naming its first such entry.  The copy is
+    checked against ``max_memory`` before it is made.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        An array of object dtype.
+    source : str
+        What it came from (``"X"``, ``"kernel"``); the error starts with it.
+    what : str
+        What it is (``"the matrix"``, ``"the points"``), for the error ("an entry of the matrix is None").
+    max_memory : int or None, default=None
+        Memory limit in bytes for the float64 copy (None: the default limit).
+
+    Returns
+    -------
+    numpy.ndarray
+        The numbers, float64 (complex128 where one is complex: the caller refuses it in its words).
+
+    Examples
+    --------
+    >>> object_numbers(np.array([[1, 2.5], [3, 4]], dtype=object), "X", "the matrix").dtype
+    dtype('float64')
+    """
+    check_memory(8 * arr.size, what=f"{source}: float64 copy of {what} (an object array)", limit=max_memory)
+    read = numbers_array(arr)
+    if read is None:
+        bad = _first_non_number(arr.ravel())
+        missing = ": a missing value, fill or drop it first (pandas: df.fillna(0))" \
+            if bad.startswith(("None ", "<NA> ", "NaT ")) else ""
+        raise InputError(f"{source}: an entry of {what} is {bad}, not a number (object dtype){missing}; "
+                         "convert it to a numeric array first")
+    return read
 
 
 def _first_non_number(values) -> str:

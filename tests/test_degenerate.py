@@ -382,7 +382,7 @@ REFUSED = {
     "complex_sparse": (lambda: sp.csr_array(np.eye(3) + 0j), r"complex matrices are not supported; pass the real part"),
     "complex_torch": (lambda: pytest.importorskip("torch").eye(3, dtype=pytest.importorskip("torch").complex64),
                       r"complex matrices are not supported; pass the real part"),
-    "object": (lambda: np.array([[1, 2], [3, 4]], dtype=object), r"object dtype; convert it to a numeric array"),
+    "object": (lambda: np.array([[1, None], [3, 4]], dtype=object), r"None \(NoneType\), not a number \(object dtype\)"),
     "image_channel": (lambda: np.ones((3, 3, 1)), r"drop its axes of length 1"),
     "flattened": (lambda: np.ones(9), r"reshape it \(X.reshape\(3, 3\)\)"),
     "masked": (lambda: np.ma.masked_array(np.eye(3), mask=np.eye(3, dtype=bool)), r"fill them first"),

@@ -88,11 +88,20 @@ def test_median_heuristic_is_recorded():
     (np.zeros((3, 2)), {"seed": -1}, ParameterError, r"'seed' parameter of KernelMatrix must be an int in the range"),
     (np.zeros((3, 2)), {"seed": 1.5}, ParameterError, r"'seed' parameter of KernelMatrix must be an int in the range"),
     (np.zeros((3, 2)), {"seed": "0"}, ParameterError, r"'seed' parameter of KernelMatrix must be an int in the range"),
+    (np.array([[0.0, None]], dtype=object), {}, InputError,
+     r"an entry of the points is None \(NoneType\), not a number \(object dtype\): a missing value"),
 ])
 def test_bad_kernel_input_is_one_line(points, kwargs, error, match):
     with pytest.raises(error, match=match) as info:
         KernelMatrix(points, **kwargs)
     assert "\n" not in str(info.value)
+
+
+def test_kernel_points_of_object_dtype_holding_numbers_are_read_as_numbers():
+    """What numpy makes of a pandas frame of nullable dtypes ("Float64"): "got object" refused it."""
+    P = np.random.default_rng(0).standard_normal((5, 2))
+    got = KernelMatrix(P.astype(object), bandwidth=1.0).columns(np.arange(5))
+    np.testing.assert_array_equal(got, KernelMatrix(P, bandwidth=1.0).columns(np.arange(5)))
 
 
 @pytest.mark.parametrize("kernel, meant", [

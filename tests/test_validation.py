@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 import warnings
 
 import numpy as np
@@ -72,6 +73,32 @@ class TestDense:
     def test_object(self):
         with pytest.raises(InputError, match="object dtype"):
             check_square_matrix(np.array([[1, None], [2, 3]], dtype=object))
+
+    def test_object_array_of_numbers_is_read_as_float64(self):
+        # what numpy makes of a pandas frame of nullable dtypes: the products took it, the matrix was refused
+        got = check_square_matrix(np.array([[1, 2.5], [Decimal("3"), np.int64(4)]], dtype=object))
+        assert got.dtype == np.float64 and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, [[1, 2.5], [3, 4]])
+
+    def test_object_array_names_what_is_no_number(self):
+        with pytest.raises(InputError, match=r"X: an entry of the matrix is 'a' \(str\), not a number") as info:
+            check_square_matrix(np.array([[1, "a"], [2, 3]], dtype=object), source="X")
+        _one_line_error(info, source="X")
+
+    def test_object_array_of_complex_numbers_is_refused_as_complex(self):
+        with pytest.raises(InputError, match="complex matrices are not supported"):
+            check_square_matrix(np.array([[1, 2j], [2, 3]], dtype=object))
+
+    def test_pandas_frame_of_nullable_dtype(self):
+        pd = pytest.importorskip("pandas")
+        frame = pd.DataFrame([[1.0, 2.0], [3.0, 4.0]]).astype("Float64")
+        np.testing.assert_array_equal(check_square_matrix(frame), [[1, 2], [3, 4]])
+        with pytest.raises(InputError, match=r"<NA> \(NAType\), not a number \(object dtype\): a missing value"):
+            check_square_matrix(frame.mask(np.eye(2, dtype=bool)))
+
+    def test_object_array_copy_is_checked_against_the_memory_limit(self):
+        with pytest.raises(ResourceError, match="float64 copy of the matrix"):
+            check_square_matrix(np.ones((64, 64)).astype(object), max_memory=1000)
 
     def test_none_says_a_matrix_is_needed(self):
         # it said "object dtype": np.asarray(None) is a 0-d object array
