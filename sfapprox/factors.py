@@ -53,7 +53,7 @@ from ._atomic import FileStamp, OutputError, check_name_length, check_named_file
 from ._errors import InputError, NotFittedError, ParameterError, SfapproxError, parameter
 from ._params import MEMORY_LIMIT, check_values
 from ._validation import check_memory, check_path
-from .formats import jsonable, printable, shape_text
+from .formats import counted, jsonable, printable, shape_text
 from .operators import ChordOperator, HybridOperator, SurrogateOperator, operator_class, operator_kinds
 from .operators._base import operator_words
 from .operators import register_operator as _register_operator
@@ -243,13 +243,15 @@ class SavedFactors:
         --------
         >>> SavedFactors(ChordOperator(np.full((3, 8, 4), 0.25)), np.zeros(3), {"rel_error": 0.125}, {}, {}, {})
         <SavedFactors sf: <ChordOperator 8 x 8: 3 factors, chord support, K = 4 values a row; stores 96 numbers (150% of N²)>, rel_error 0.125, 3 losses recorded>
+        >>> SavedFactors(ChordOperator(np.full((3, 8, 4), 0.25)), np.zeros(1), {}, {}, {}, {})
+        <SavedFactors sf: <ChordOperator 8 x 8: 3 factors, chord support, K = 4 values a row; stores 96 numbers (150% of N²)>, 1 loss recorded>
         """
         said = [repr(self.operator)]
         error = self.fit.get("rel_error")
         if isinstance(error, (int, float)) and not isinstance(error, bool):
             said.append(f"rel_error {error:.4g}")
         if len(self.loss_history):
-            said.append(f"{len(self.loss_history):,} losses recorded")
+            said.append(f"{counted(len(self.loss_history), 'loss', 'losses')} recorded")  # "1 losses" said it of one
         if isinstance(self.source.get("name"), str):
             said.append(f"of {self.source['name']}")
         return printable(f"<SavedFactors {self.kind}: {', '.join(said)}>")

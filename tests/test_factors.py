@@ -588,6 +588,14 @@ def test_a_loaded_fit_goes_to_scipys_solvers_and_has_a_transpose_and_a_one_line_
                     "stores 96 numbers (150% of N²)>, rel_error 0.25, 500 losses recorded, of mesh>")
 
 
+def test_a_saved_fit_of_one_recorded_loss_says_loss():
+    """A fit stopped at its start (N = 3,000 under a 3 s limit) records one loss: its repr said "1 losses"."""
+    from sfapprox.factors import SavedFactors
+
+    saved = SavedFactors(ChordOperator(np.full((3, 8, 4), 0.25)), np.zeros(1), {"rel_error": 0.5}, {}, {}, {})
+    assert repr(saved).endswith(", rel_error 0.5, 1 loss recorded>")
+
+
 def test_an_operator_that_cannot_be_saved_is_named_by_what_it_is(tmp_path):
     """save_factors(op.T) and save_factors(2 * op) named scipy's and our private classes
     ("cannot save a _Transposed", "a _ScaledLinearOperator").  (op.T.to_torch() was refused naming "the
