@@ -21,6 +21,7 @@ from ._settings import SF_BASE, SF_NAMED_INITS, SF_SUPPORT, FitSettings, LoadOpt
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
 from .comparison import MatrixInput, as_loaded_matrix, check_settings, compare, opened_input, scoring_seconds, warnings_at_caller
 from .estimate import estimate_errors
+from .formats import counted, fmt_seconds, printable
 from .factors import input_record, save_factors
 from .results import library_versions
 from .sf.methods import _chord_sf
@@ -29,7 +30,7 @@ from .sources import MatrixSource
 __all__ = ["FitRun", "fit_matrix"]
 
 
-@dataclass
+@dataclass(repr=False)  # its own __repr__: one line, not every field of the summary
 class FitRun:
     """An SF fit and the summary written by ``fit --json``.
 
@@ -49,6 +50,30 @@ class FitRun:
 
     model: Any  # ChordSF
     summary: dict[str, Any]
+
+    def __repr__(self) -> str:
+        """One line, the numbers ``fit`` prints: the matrix, what is stored, the errors, the iterations and
+        why they stopped, the seconds (a dataclass's repr held the whole summary: 800 characters on one line).
+
+        Examples
+        --------
+        >>> FitRun("ChordSF()", {"matrix": "X", "n": 30, "nnz": 900, "fro_error": 0.2963, "rel_error": 0.03881,
+        ...                      "iterations": 9823, "stop_reason": "time_limit", "seconds": 3.104})
+        <FitRun sf of X (N=30): stored 900, fro_error 0.2963, rel_error 0.03881, 9,823 iterations (time_limit), 3.10 s>
+        """
+        got = self.summary
+        parts = [] if got.get("nnz") is None else [f"stored {got['nnz']:,}"]
+        estimated = " (estimated)" if (got.get("error_estimate") or {}).get("exact") is False else ""
+        for name in ("fro_error", "rel_error"):
+            if isinstance(got.get(name), (int, float)):
+                parts.append(f"{name} {got[name]:.4g}{estimated}")
+        if isinstance(got.get("iterations"), int):
+            stop = f" ({got['stop_reason']})" if got.get("stop_reason") else ""
+            parts.append(f"{counted(got['iterations'], 'iteration')}{stop}")
+        if isinstance(got.get("seconds"), (int, float)):
+            parts.append(f"{fmt_seconds(got['seconds'])} s")
+        n = f" (N={got['n']:,})" if isinstance(got.get("n"), int) else ""
+        return printable(f"<FitRun sf of {got.get('matrix', 'X')}{n}: {', '.join(parts)}>")
 
     def record(self) -> dict[str, Any]:
         """What ``fit --json`` writes (to a file or to stdout alike): the summary, the estimator's

@@ -1,5 +1,6 @@
 """fit_matrix: the fit-and-save entry point (its writing is tested in test_atomic.py)."""
 
+import re
 import warnings
 
 import numpy as np
@@ -595,3 +596,19 @@ def test_every_entry_refuses_what_is_no_real_square_matrix_in_one_line_saying_wh
     with pytest.raises(SfapproxError, match=match) as caught:
         ZOO_ENTRIES[entry](make())
     assert "\n" not in str(caught.value)
+
+
+def test_a_fit_run_shows_as_one_short_line():
+    """fit_matrix's FitRun showed as a dataclass: the estimator and every field of the summary, 800-850
+    characters on one line in a notebook (N = 30 and 3,000)."""
+    from sfapprox import fit_matrix
+
+    X = np.random.default_rng(3).standard_normal((16, 16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the ConvergenceWarning of a 3-iteration fit
+        run = fit_matrix(X, max_iter=3, time_limit=None, device="cpu")
+    said = repr(run)
+    assert "\n" not in said and len(said) < 160, said
+    assert re.fullmatch(r"<FitRun sf of X \(N=16\): stored [\d,]+, fro_error \S+, rel_error \S+, 3 iterations "
+                        r"\(max_iter\), \d+\.\d\d s>", said), said
+    assert f"rel_error {run.summary['rel_error']:.4g}," in said
