@@ -1943,3 +1943,10 @@ def test_an_option_of_other_commands_says_which_take_it_not_a_near_spelling():
     assert "No such option: --csv (fit has none;" in text and "compare" in text and "sweep" in text, text
     res = invoke("compare", "x", "--csvv", "f")
     assert res.exit_code == 2 and "Possible options: --csv" in " ".join(res.output.split()), res.output
+
+
+def test_fit_s_iteration_note_of_one_iteration_says_iteration(small_mtx):
+    """"the fit stopped after its 1 iterations": one in the singular, as the verdict says it."""
+    res = invoke("fit", small_mtx, "--iters", "1", "--ftol", "0", "--gtol", "0", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    assert "stopped after its 1 iteration before" in " ".join(res.output.split())

@@ -1062,6 +1062,14 @@ def test_convergence_warning_separates_thousands_as_the_tables_do():
             ChordSF(max_iter=1000, ftol=0, gtol=0, device="cpu").fit(np.random.default_rng(0).random((16, 16)))
 
 
+def test_convergence_warning_of_one_iteration_says_iteration():
+    """"SF stopped on its max iter (1 iterations)": one in the singular, as the verdict says it (formats.counted)."""
+    with pytest.warns(ConvergenceWarning, match=r"\(1 iteration\) before"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", ConvergenceWarning)
+            ChordSF(max_iter=1, ftol=0, gtol=0, device="cpu").fit(np.random.default_rng(0).random((16, 16)))
+
+
 def test_too_few_factors_are_counted_as_other_messages_count():
     """"1 factors with offsets [...] cannot cover every entry": one in the singular (formats.counted)."""
     with pytest.raises(ParameterError, match=r"^1 factor with offsets \[0, 1, 2, 4\] cannot cover every entry of a "

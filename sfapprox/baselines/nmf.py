@@ -33,6 +33,7 @@ from .._progress import Reporter
 from .._settings import DEFAULT_SEED, DEFAULT_TIME_LIMIT
 from .._validation import is_zero_matrix
 from ..budget import nmf_count, nmf_rank_for_budget, rank_within
+from ..formats import counted
 from ..metrics import operator_error
 from ..operators import HybridOperator
 from ..sources import MatrixLike
@@ -702,8 +703,8 @@ class NMF(Approximation):
             )
         self.seconds_ = time.perf_counter() - start
         if reason in ("max_iter", "time_limit"):
-            limit = f"max_iter={self.max_iter} iterations" if reason == "max_iter" else (
-                f"time_limit={self.time_limit:g} s ({n_iter:,} iterations)")
+            limit = f"max_iter={counted(self.max_iter, 'iteration')}" if reason == "max_iter" else (
+                f"time_limit={self.time_limit:g} s ({counted(n_iter, 'iteration')})")
             warnings.warn(
                 f"NMF stopped after {limit} before the error settled to tol={self.tol:g}; "
                 f"increase {reason} for a closer fit",

@@ -1309,8 +1309,8 @@ class RobustPCA(Approximation):
                           f"splits within time_limit={self.time_limit:g} s; increase it to try them all",
                           ConvergenceWarning, stacklevel=user_stacklevel())
         if best.stop_reason in ("max_iter", "time_limit"):
-            limit = f"max_iter={self.max_iter} GoDec iterations" if best.stop_reason == "max_iter" else (
-                f"time_limit={self.time_limit:g} s ({best.n_iter:,} GoDec iterations)")
+            limit = f"max_iter={counted(self.max_iter, 'GoDec iteration')}" if best.stop_reason == "max_iter" else (
+                f"time_limit={self.time_limit:g} s ({counted(best.n_iter, 'GoDec iteration')})")
             warnings.warn(
                 f"RobustPCA ({self.method}) stopped after {limit} before the error settled to "
                 f"tol={self.tol:g}; increase {best.stop_reason} for a closer fit",
@@ -1320,7 +1320,7 @@ class RobustPCA(Approximation):
         if "pcp_converged" in extra and not extra["pcp_converged"]:
             cut = extra["pcp_iterations"] < self.max_iter  # by the time limit, not the iterations
             warnings.warn(
-                f"PCP stopped after {extra['pcp_iterations']:,} ALM iterations "
+                f"PCP stopped after {counted(extra['pcp_iterations'], 'ALM iteration')} "
                 f"({'its time limit' if cut else 'max_iter'}) before ||X - L - S|| / ||X|| < "
                 f"pcp_tol={self.pcp_tol:g}; increase {'time_limit' if cut else 'max_iter'}",
                 ConvergenceWarning,

@@ -14,7 +14,7 @@ from rich.text import Text
 from .._atomic import FileStamp, OutputError, OutputExistsError, output_target, stream_kind
 from .._errors import ParameterError
 from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_NAMED_INITS, SF_SUPPORT
-from ..formats import fact_text, fmt_seconds, jsonable, limit_text
+from ..formats import counted, fact_text, fmt_seconds, jsonable, limit_text
 from . import _options as o
 from ._app import EXIT_INTERRUPTED, announce_start, app, error_boundary, read_matrix, show_notes, stop_cause
 from ._render import (check_distinct, check_output, compiling_note, err, fit_progress, is_stdout, note, out,
@@ -172,7 +172,7 @@ def _interrupted_words(summary: dict, written: bool) -> str:
     if summary["iterations"]:
         kept = ("the best factors found so far were written" if written else
                 "the error above is that of the best factors found so far (pass --out to keep them)")
-        return f"{cause} after {summary['iterations']:,} iterations: {kept}"
+        return f"{cause} after {counted(summary['iterations'], 'iteration')}: {kept}"
     # a resumed fit's start is a fit of its own: this run added nothing to it
     nothing = "nothing fitted by this run" if summary.get("iterations_before") or summary.get("init") == "saved" \
         else "nothing fitted yet"
@@ -217,10 +217,11 @@ def _advise(summary: dict, settings, n: int | None = None) -> None:
                  f"Adam's first steps near a good point wander; {longer} may get past them",
                  keep=True)  # (the factors written are the start's, not a fit's: kept under --quiet)
     elif summary["stop_reason"] == "time_limit":
-        note(f"note: the fit stopped on its time limit ({settings.per_method(1).time_limit:g} s) after {summary['iterations']:,} "
-             "iterations, before its tolerances were met; --time-limit (0 for none) allows a closer fit")
+        note(f"note: the fit stopped on its time limit ({settings.per_method(1).time_limit:g} s) after "
+             f"{counted(summary['iterations'], 'iteration')}, before its tolerances were met; --time-limit "
+             "(0 for none) allows a closer fit")
     elif summary["stop_reason"] == "max_iter":
-        note(f"note: the fit stopped after its {summary['iterations']:,} iterations before its tolerances were met; "
+        note(f"note: the fit stopped after its {counted(summary['iterations'], 'iteration')} before its tolerances were met; "
              "--iters allows a closer fit")
 
 

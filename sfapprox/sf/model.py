@@ -777,7 +777,7 @@ class ChordSF(Approximation):
             self.params_["form_seconds"] = formed
         if self.stop_reason_ in (_solver.StopReason.MAX_ITER, _solver.StopReason.TIME_LIMIT):
             warnings.warn(
-                f"SF stopped on its {reason.replace('_', ' ')} ({self.n_iter_:,} iterations) before "
+                f"SF stopped on its {reason.replace('_', ' ')} ({counted(self.n_iter_, 'iteration')}) before "
                 "its tolerances were met; increase max_iter / time_limit for a closer fit",
                 ConvergenceWarning,
                 stacklevel=user_stacklevel(),
