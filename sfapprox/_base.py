@@ -611,8 +611,9 @@ def parse_methods(spec: str | Iterable[str]) -> list[str]:
         raise ParameterError(f"no method given (got {spec!r}); choose from {', '.join(methods())}")
     unknown = [m for m in names if m not in methods()]
     if unknown:
-        guesses = [f"{m!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(m, methods(), n=1)) else repr(m)
-                   for m in unknown]
+        # the guess is case-blind: 'TSVD' (as the CLI takes it, lowered) guessed nothing
+        guesses = [f"{m!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(m.lower(), methods(), n=1))
+                   else repr(m) for m in unknown]
         raise ParameterError(f"unknown method(s) {', '.join(guesses)}; choose from {', '.join(methods())} "
                              f"or {ALL_METHODS!r} for every one ('sfapprox methods' says what each one stores)")
     return names

@@ -126,6 +126,13 @@ def test_bad_input_is_refused_with_our_error(name):
         est.fit(np.ones((N, N + 1)))
 
 
+def test_an_unknown_method_in_capitals_names_its_spelling():
+    """compare(X, "TSVD") guessed nothing, where the CLI (which lowers --methods) takes it."""
+    with pytest.raises(ParameterError, match=r"unknown method\(s\) 'TSVD' \(did you mean 'tsvd'\?\), 'Sf\+LR' "
+                                             r"\(did you mean 'sf\+lr'\?\)"):
+        parse_methods("TSVD,Sf+LR")
+
+
 def test_parse_methods():
     assert parse_methods(" sf ,tsvd, sf") == ["sf", "tsvd"]
     with pytest.raises(ParameterError, match="no method given"):
