@@ -1,3 +1,4 @@
+import re
 import warnings
 
 import numpy as np
@@ -759,8 +760,24 @@ def test_a_0d_operand_is_refused_naming_the_shape_by_every_kind():
         for product in (op.__matmul__, op.dot, op.T.__matmul__, op.matvec, op.matmat):
             with pytest.raises(ParameterError, match=rf"is {n} x {n}: it applies to .* of {n} rows, got a scalar"):
                 product(np.ones(()))
-    with pytest.raises(ValueError, match="Scalar operands"):  # a Python scalar: scipy's own rule, as before
+    # a Python scalar: scipy's own rule (a ValueError, "use '*' instead"), now naming the operator and the product
+    with pytest.raises(ValueError, match=r"op @ x takes a vector .* got 2.0 \(float\); a scalar, which scales by \*: op \* 2.0"):
         op @ 2.0
+
+
+@pytest.mark.parametrize("operand, said", [(None, r"None \(NoneType\)$"), ("abc", r"'abc' \(str\)$"),
+                                           (3, r"3 \(int\); a scalar, which scales by \*: op \* 3$")])
+def test_an_operand_of_at_that_is_no_array_is_one_error_naming_the_operator(operand, said):
+    """``op @ None`` and ``op @ "abc"`` got scipy's raw ValueError ("expected 1-d or 2-d array or matrix, got
+    array(None, dtype=object)", "Scalar operands are not allowed"), naming neither the operator nor the operand."""
+    for name, op in {**_every_kind(), **_hybrids_without_factors()}.items():
+        n = op.shape[0]
+        for product, words in ((lambda: op @ operand, "op @ x"), (lambda: operand @ op, "x @ op"),
+                               (lambda: op.T @ operand, "op @ x")):
+            with pytest.raises(ParameterError, match=rf"is {n:,} x {n:,}: {re.escape(words)} takes a vector or a matrix "
+                                                     rf"of {n:,} rows, or an operator, got {said}") as info:
+                product()
+            assert "\n" not in str(info.value), name
 
 
 # --------------------------------------------------------------------------- exports of the other kinds

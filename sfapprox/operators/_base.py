@@ -28,6 +28,7 @@ surrogate is one new module in this package.
 
 from __future__ import annotations
 
+import numbers
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -36,6 +37,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from .._errors import ParameterError
 from .._validation import apply_real_parts, check_operand, readable_operand
+from ..formats import counted
 
 if TYPE_CHECKING:  # torch is imported by to_torch itself, never with the surrogates
     import torch
@@ -365,7 +367,26 @@ class SurrogateOperator(LinearOperator):
 
     def __matmul__(self, x):
         x = x if isinstance(x, LinearOperator) else readable_operand(x)
+        self._refuse_no_operand(x, "op @ x")
         return self._applied(x, False) if self._fast(x) else super().__matmul__(x)
+
+    def __rmatmul__(self, x):
+        self._refuse_no_operand(x, "x @ op")
+        return super().__rmatmul__(x)
+
+    def _refuse_no_operand(self, x, product: str) -> None:
+        """:class:`~sfapprox.ParameterError` for an operand of ``@`` that is no array and no operator (None,
+        a number, a string): scipy's raw ValueError said "expected 1-d or 2-d array or matrix, got
+        array(None, dtype=object)", or for a number "use '*' instead", naming neither operator nor operand."""
+        if isinstance(x, LinearOperator) or np.ndim(x) > 0:
+            return
+        if isinstance(x, np.ndarray):  # a 0-d array, by its shape ("got a scalar"), as _fast's check says it
+            self._check_operand(x, "a vector or a matrix", 2)
+        number = isinstance(x, numbers.Number) and not isinstance(x, bool)
+        scale = f"; a scalar, which scales by *: op * {x!r}" if number else ""  # (scipy's "Scalar operands" said so)
+        raise ParameterError(f"{self._named} is {self.shape[0]:,} x {self.shape[0]:,}: {product} takes a vector or a "
+                             f"matrix of {counted(self.shape[0], 'row')}, or an operator, got {x!r:.40} "
+                             f"({type(x).__name__}){scale}")
 
     def _adjoint(self) -> LinearOperator:
         if self._transposed is None:  # made once: `op.T @ x` in a loop should not rebuild it
