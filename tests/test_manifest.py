@@ -393,3 +393,31 @@ def test_a_moved_manifest_finds_its_files_where_it_did(tmp_path, monkeypatch):
         assert local_path(entries["scotland"], cache=cache) == fetched
     entries = {e.name: e for e in by_old_path.entries}
     assert local_path(entries["strike"], cache=cache) == old.resolve() / "pajek" / "strike.paj"
+
+
+def test_a_manifest_and_its_entries_show_as_one_short_line():
+    """In a notebook, load_manifest("paper-table1") showed every field of its 45 entries: 23,100 characters
+    (an entry alone 470-650)."""
+    from sfapprox.datasets import load_manifest
+
+    manifest = load_manifest("paper-table1")
+    said = repr(manifest)
+    assert said == ("<Manifest paper-table1 ('Sparse Factorization paper, Table 1'): 45 entries: aurasonar, protein, "
+                    "yeast, sawmill, scotland and 40 more>")
+    first = manifest.entries[0]
+    assert repr(first) == ("<Entry aurasonar (dense graph) of paper-table1: chen2009_similarity/aural_sonar.mat; "
+                           "reference tsvd 8.54, sf 8.68>")
+    assert all(len(repr(e)) < 200 and "\n" not in repr(e) for e in manifest.entries)
+    assert repr(load_manifest("synthetic").entries[0]).startswith("<Entry random-sparse-64 (synthetic) of synthetic: "
+                                                                  "generator random_sparse(n=64, ")
+
+
+@pytest.mark.parametrize("given", [None, 5])
+def test_a_manifest_that_is_no_path_is_one_parameter_error(given):
+    """load_manifest(None) was os.fspath's raw TypeError ("expected str, bytes or os.PathLike object")."""
+    from sfapprox import ParameterError
+    from sfapprox.datasets import load_manifest
+
+    with pytest.raises(ParameterError, match=rf"manifest must be a manifest file .* or the name of a bundled one "
+                                             rf"\(kernels, paper-table1, synthetic\), got {type(given).__name__}$"):
+        load_manifest(given)

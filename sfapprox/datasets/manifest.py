@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 
 from .._atomic import resolved_path
 from .._errors import InputError, ParameterError, user_stacklevel
+from ..formats import counted, listed, printable
 from ..io._common import missing_why
 from .bundled import bundled_manifests, locate_manifest
 from .synthetic import check_params, generator_params
@@ -120,7 +121,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # its own __repr__: one line, not every field (500-650 characters)
 class Entry:
     """One matrix of a manifest.
 
@@ -198,8 +199,28 @@ class Entry:
         """``"manifest.toml: entry 'name'"``, the prefix of every message about the entry."""
         return f"{self.manifest}: entry {self.name!r}"
 
+    def __repr__(self) -> str:
+        """One line: the name, the category, where the matrix comes from and the published figures.
 
-@dataclass(frozen=True)
+        Examples
+        --------
+        >>> Entry("strike", "graph", "paper-table1", file="pajek/strike.paj", reference={"tsvd": 2.73, "sf": 1.04})
+        <Entry strike (graph) of paper-table1: pajek/strike.paj; reference tsvd 2.73, sf 1.04>
+        >>> Entry("blobs", "kernel", "kernels.toml", generator="clustered_rbf", params={"n": 512})
+        <Entry blobs (kernel) of kernels.toml: generator clustered_rbf(n=512)>
+        """
+        if self.generator:
+            given = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+            source = f"generator {self.generator}({given})"
+        else:
+            source = f"{self.file}{f' (from {self.member} in an archive)' if self.member else ''}"
+        figures = ", ".join(f"{method} {value:g}" if isinstance(value, (int, float)) else f"{method} {value!r}"
+                            for method, value in self.reference.items())
+        return printable(f"<Entry {self.name} ({self.category}) of {self.manifest}: {source}"
+                         f"{f'; reference {figures}' if figures else ''}>")
+
+
+@dataclass(frozen=True, repr=False)  # its own __repr__: every entry's fields were 23,100 characters (paper-table1)
 class Manifest:
     """A validated manifest: its path, header fields and entries in file order.
 
@@ -222,6 +243,19 @@ class Manifest:
     reference_source: str | None
     entries: tuple[Entry, ...]
     file: str | None = None
+
+    def __repr__(self) -> str:
+        """One line: the manifest, its title and its entries' names (the first few, the rest counted).
+
+        Examples
+        --------
+        >>> Manifest("m.toml", "Graphs", None, None, tuple(Entry(f"g{i}", "graph", "m.toml", file=f"g{i}.net")
+        ...                                                   for i in range(7)))
+        <Manifest m.toml ('Graphs'): 7 entries: g0, g1, g2, g3, g4 and 2 more>
+        """
+        title = f" ({self.title!r})" if self.title else ""
+        names = f": {listed(self.names())}" if self.entries else ""
+        return printable(f"<Manifest {self.path}{title}: {counted(len(self.entries), 'entry', 'entries')}{names}>")
 
     @property
     def folder(self) -> Path:
@@ -290,6 +324,8 @@ def load_manifest(path: str | os.PathLike) -> Manifest:
     ManifestError
         If the file is missing, not TOML, or breaks the schema; the message
         names the file, the entry and the field.
+    ParameterError
+        If ``path`` is no path nor name (None, a number).
 
     Warns
     -----
@@ -307,6 +343,9 @@ def load_manifest(path: str | os.PathLike) -> Manifest:
     >>> load_manifest(p).entries[0].kind
     'generator'
     """
+    if not isinstance(path, (str, os.PathLike)):  # None was os.fspath's raw TypeError ("expected str, bytes ...")
+        raise ParameterError(f"manifest must be a manifest file (a str or pathlib.Path) or the name of a bundled one "
+                             f"({', '.join(bundled_manifests())}), got {type(path).__name__}")
     located = locate_manifest(path)
     if located.moved:
         # a FutureWarning, not a DeprecationWarning: the path is in users' scripts and command lines, and
