@@ -904,3 +904,44 @@ def test_a_matrix_source_names_the_text_marks_its_table_was_read_with():
     assert source_text({"recipe": {"kind": "kernel", "kernel": "rbf", "bandwidth": 1.5, "bandwidth_rule": "given",
                                    "delimiter": "tab"}}) == "rbf, bandwidth 1.5, delimiter 'tab'"
     assert source_text({"recipe": {"covariance": False}}) is None  # (a table read as detected: as before)
+
+
+def _two_records_and_a_bad_line(tmp_path):
+    records = [{"matrix": "a", "category": "network", "method": m, "status": "ok", "fro_error": e, "n": 4}
+               for m, e in (("sf", 1.0), ("tsvd", 2.0))]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + "not json\n")
+    return records
+
+
+def test_a_report_is_built_from_the_batch_folder_its_file_or_what_read_results_returns(tmp_path):
+    """build_report(out_dir) was "string indices must be integers" from deep inside, and read_results(out_dir)
+    an IsADirectoryError: a notebook's run_batch(manifest, out_dir) gives the folder, not its records."""
+    from sfapprox.datasets import read_results
+
+    records = _two_records_and_a_bad_line(tmp_path)
+    want = build_report(records, {3: "not valid JSON"})
+    for given in (tmp_path, str(tmp_path), tmp_path / "results.jsonl", read_results(tmp_path)):
+        got = build_report(given)
+        assert repr(got) == repr(want)
+        assert got.skipped_lines == {3: "not valid JSON"}
+    assert read_results(tmp_path).records == records
+
+
+@pytest.mark.parametrize("given, said", [(None, "got NoneType"), ({"matrix": "a"}, "got dict"),
+                                         ([1, 2], "each a dict with 'matrix' and 'method'")])
+def test_records_that_are_none_are_one_parameter_error(given, said):
+    from sfapprox import ParameterError
+
+    with pytest.raises(ParameterError, match=said):
+        build_report(given)
+
+
+def test_a_folder_named_as_the_results_file_is_one_parameter_error(tmp_path):
+    from sfapprox import ParameterError
+    from sfapprox.datasets import read_results
+
+    (tmp_path / "results.jsonl").mkdir()
+    with pytest.raises(ParameterError, match=r"results.jsonl: is a folder, not a batch's results file"):
+        read_results(tmp_path / "results.jsonl")
+    with pytest.raises(ParameterError, match=r"path must be a results file or a batch's output folder .* got NoneType"):
+        read_results(None)

@@ -14,15 +14,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._errors import ParameterError
 from .._settings import TEXT_MARKS
 from ..formats import (ESTIMATED_NOTE, Column, ShownAsTables, Table, and_listed, counted, fmt_with_interval,
                        interval_columns, printable, shell_command)
 from .manifest import CATEGORIES
-from .results_file import FILE_MISSING, MEASURES
+from .results_file import FILE_MISSING, MEASURES, ResultsFile, read_results
 from .results_file import finite_number as _finite  # the lines' own test: an edited 10**400 is not finite
 
 __all__ = ["MatrixRow", "CategoryTable", "Report", "Unavailable", "build_report", "table_cells", "wins_line",
@@ -533,13 +536,16 @@ def _unavailable(name: str, category: str, records: list[dict[str, Any]]) -> Una
     return Unavailable(name, category, error, missing, **text)
 
 
-def build_report(records: list[dict[str, Any]], skipped_lines: dict[int, str] | None = None) -> Report:
+def build_report(records: list[dict[str, Any]] | ResultsFile | str | os.PathLike,
+                 skipped_lines: dict[int, str] | None = None) -> Report:
     """Group records (the last one per (matrix, method) wins) into category tables.
 
     Parameters
     ----------
-    records : list of dict
-        Batch records, in file order (:func:`~sfapprox.datasets.read_results`).
+    records : list of dict, ResultsFile, str or os.PathLike
+        Batch records, in file order (:func:`~sfapprox.datasets.read_results`'s ``records``); or what
+        ``read_results`` returns, or the results file or batch output folder it reads, whose left-out
+        lines (:meth:`~sfapprox.datasets.results_file.ResultsFile.left_out`) the report then says.
     skipped_lines : dict of int to str, optional
         The results file's lines that could not be read, with why
         (:meth:`~sfapprox.datasets.results_file.ResultsFile.skipped`): the report says so.
@@ -548,6 +554,11 @@ def build_report(records: list[dict[str, Any]], skipped_lines: dict[int, str] | 
     -------
     Report
 
+    Raises
+    ------
+    ParameterError
+        If ``records`` is none of these (None, a dict, a list holding something other than records).
+
     Examples
     --------
     >>> recs = [{"matrix": "a", "category": "network", "method": m, "status": "ok", "fro_error": e, "n": 4}
@@ -555,6 +566,17 @@ def build_report(records: list[dict[str, Any]], skipped_lines: dict[int, str] | 
     >>> build_report(recs).tables_by_category[0].wins
     {'sf': 1, 'tsvd': 0}
     """
+    if isinstance(records, (str, os.PathLike)):  # run_batch's out_dir: "string indices must be integers" before
+        records = read_results(records)
+    if isinstance(records, ResultsFile):
+        records, skipped_lines = records.records, records.left_out() if skipped_lines is None else skipped_lines
+    if isinstance(records, (Mapping, str, bytes)) or not isinstance(records, Iterable):
+        raise ParameterError(f"records must be a batch's records (read_results(path).records), what read_results "
+                             f"returns, or a results file or batch output folder, got {type(records).__name__}")
+    records = list(records)
+    if not all(isinstance(r, Mapping) and "matrix" in r and "method" in r for r in records):
+        raise ParameterError("records must be a batch's records, each a dict with 'matrix' and 'method' "
+                             "(read_results(path).records)")
     latest = {(r["matrix"], r["method"]): r for r in records}
     ordered = _in_entry_order(list(latest.values()))
     methods = list(dict.fromkeys(r["method"] for r in ordered))

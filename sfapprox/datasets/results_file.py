@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import OutputError, atomic_path, os_cause, write_advice
+from .._errors import ParameterError
 from ..formats import counted, jsonable
 from .._validation import format_bytes
 
@@ -319,11 +320,17 @@ def read_results(path: str | os.PathLike) -> ResultsFile:
     Parameters
     ----------
     path : str or os.PathLike
-        The results file; a missing one reads as empty.
+        The results file, or a batch's output folder (its ``results.jsonl``, as
+        :func:`~sfapprox.datasets.build_report` takes it); a missing one reads as empty.
 
     Returns
     -------
     ResultsFile
+
+    Raises
+    ------
+    ParameterError
+        If ``path`` is no path (None), or a folder named ``results.jsonl``.
 
     Examples
     --------
@@ -334,9 +341,17 @@ def read_results(path: str | os.PathLike) -> ResultsFile:
     >>> len(r.records), r.tail_bytes
     (1, 19)
     """
+    if not isinstance(path, (str, os.PathLike)):  # Path(None) was a raw TypeError
+        raise ParameterError(f"path must be a results file or a batch's output folder (a str or pathlib.Path), "
+                             f"got {type(path).__name__}")
     path = Path(path)
+    if path.is_dir() and path.name != RESULTS_FILE:  # run_batch's out_dir: IsADirectoryError before
+        path = path / RESULTS_FILE
     if not path.exists():
         return ResultsFile([], [], 0)
+    if path.is_dir():  # a folder named results.jsonl: "Is a directory" from deep inside
+        raise ParameterError(f"{path}: is a folder, not a batch's results file; give the results file or the batch's "
+                             "output folder")
     data = path.read_bytes()
     complete, _, tail = data.rpartition(b"\n")
     records, bad, problems = [], [], {}
