@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
-from ._errors import one_line
+from ._errors import ParameterError, one_line
 from ._global_state import logs_off  # (its home; still importable from here)
 
 __all__ = ["Executor", "worker_count", "share", "send_shared", "ordered_map", "not_picklable", "worker_died", "worker_death",
@@ -35,6 +35,33 @@ class Executor(Protocol):
 #: Tasks kept in flight per worker: one running and one queued, so a worker never waits for the
 #: caller, while results not yet consumed stay bounded (a top-s task's result is O(k) numbers).
 IN_FLIGHT_PER_WORKER = 2
+
+
+def check_executor(executor: Any) -> None:
+    """Refuse an ``executor=`` that cannot run tasks, before any work: a pass over the columns met it as
+    ``'int' object has no attribute 'submit'`` (an AttributeError from deep inside), and a formed matrix
+    ignored it.
+
+    Parameters
+    ----------
+    executor : Executor or None
+        A ``concurrent.futures`` pool, a ``dask.distributed.Client`` or anything with ``submit``; None: none.
+
+    Raises
+    ------
+    ParameterError
+        For anything without a callable ``submit`` (a number, a string such as ``"process"``).
+
+    Examples
+    --------
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> check_executor(None), check_executor(ThreadPoolExecutor(1))
+    (None, None)
+    """
+    if executor is not None and not callable(getattr(executor, "submit", None)):
+        raise ParameterError(f"executor must be a concurrent.futures pool (ThreadPoolExecutor, ProcessPoolExecutor) "
+                             f"or a dask.distributed Client, got {type(executor).__name__}"
+                             f"{f' {executor!r}' if isinstance(executor, str) else ''}")
 
 
 def _is_dask(executor) -> bool:

@@ -35,7 +35,7 @@ from . import _timing
 from ._base import (RunContext, check_columns_memory, columns_need, get_method, in_memory_or_columns, known_facts,
                     lacking, least_columns_limit, method_need, methods, parse_methods, run_order)
 from ._errors import BudgetError, NotApplicableError, ParameterError, ResourceError, one_line, parameter
-from ._executors import Executor
+from ._executors import Executor, check_executor
 from ._moved import moved_names
 from ._old_api import REQUIRED, fill_approximations, take_old_keywords
 from ._settings import (COUNT_INDICES, DEFAULT_METHODS, DEFAULT_TOTAL_TIME, PROTOCOLS, TEXT_MARKS, FitSettings,
@@ -724,6 +724,7 @@ def compare(
         structure = replaced.get("structure")
     settings = settings_with(settings, setting_changes, "compare")
     check_run_arguments(count_indices=count_indices, callback=callback, on_result=on_result, matrix_info=matrix_info)
+    check_executor(executor)
     names = parse_methods(methods)
     if protocol not in PROTOCOLS:
         raise ParameterError(f"unknown protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")

@@ -34,7 +34,7 @@ from scipy.special import stdtrit
 
 from . import _streams, _timing
 from ._errors import ParameterError
-from ._executors import Executor, ordered_map
+from ._executors import Executor, check_executor, ordered_map
 from ._params import MEMORY_LIMIT, SEED, Interval, check_values
 from ._settings import DEFAULT_SEED
 from ._threads import AdaptiveThreads
@@ -201,6 +201,7 @@ def estimate_errors(
     """
     max_memory = check_values({"time_limit": time_limit, "rtol": rtol, "seed": seed, "max_memory": max_memory,
                                "fro_norm": fro_norm}, _ARGUMENTS, "estimate_errors")["max_memory"]  # in bytes
+    check_executor(executor)
     if isinstance(source, DistributedSource):  # its executor computes the blocks; they read the plain source
         source, executor = source.source, executor if executor is not None else source.executor
     source = as_source(source)  # an array, a sparse matrix or a LinearOperator as compare takes them

@@ -451,3 +451,32 @@ def test_a_refusal_to_pickle_names_no_graph_of_dask(graph):
         said = str(not_picklable(exc, "the batch's matrices"))
     assert said.startswith("the batch's matrices cannot be sent to the executor's workers: it does not pickle "
                            "(TypeError: cannot pickle '_io.TextIOWrapper' object)"), said
+
+
+@pytest.mark.parametrize("executor, said", [(5, "got int"), ("process", "got str 'process'"), (object(), "got object")])
+def test_an_executor_that_cannot_run_tasks_is_refused_before_any_work(executor, said):
+    """compare(K, ..., executor=5) of a matrix compared from its columns was "'int' object has no attribute
+    'submit'" from deep inside a pass (a formed matrix ignored it); estimate_errors and DistributedSource alike."""
+    import sfapprox
+    from sfapprox import ParameterError
+    from sfapprox.sources import DistributedSource
+
+    K = sfapprox.KernelMatrix(np.random.default_rng(0).standard_normal((3000, 3)))
+    match = rf"^executor must be a concurrent.futures pool .* or a dask.distributed Client, {said}$"
+    for call in (lambda: sfapprox.compare(K, "nystrom,sparse", max_memory="60M", executor=executor, budget=0.01),
+                 lambda: sfapprox.compare(np.eye(4), "tsvd", executor=executor),
+                 lambda: sfapprox.estimate_errors(K, {}, executor=executor),
+                 lambda: DistributedSource(K, executor)):
+        with pytest.raises(ParameterError, match=match):
+            call()
+
+
+def test_a_distributed_source_needs_a_source_and_an_executor():
+    from sfapprox import ParameterError
+    from sfapprox.sources import ArraySource, DistributedSource
+
+    with ThreadPoolExecutor(1) as pool:
+        with pytest.raises(ParameterError, match=r"source must be a MatrixSource .*as_source\(X\)\), got ndarray"):
+            DistributedSource(np.eye(3), pool)
+    with pytest.raises(ParameterError, match="executor must be .*, got None"):
+        DistributedSource(ArraySource(np.eye(3)), None)

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._executors import Executor, ordered_map, send_shared, worker_count
+from .._errors import ParameterError
+from .._executors import Executor, check_executor, ordered_map, send_shared, worker_count
 from ._base import MatrixSource, kept_stop
 
 __all__ = ["DistributedSource"]
@@ -56,6 +57,12 @@ class DistributedSource(MatrixSource):
     executor : Executor
         A ``concurrent.futures`` pool or a ``dask.distributed.Client``.
 
+    Raises
+    ------
+    ParameterError
+        For a ``source`` that is no :class:`MatrixSource` (an array: ``as_source(X)`` makes one) or an
+        ``executor`` without ``submit`` (``source.n``'s and ``executor.submit``'s raw AttributeErrors before).
+
     Examples
     --------
     >>> from concurrent.futures import ThreadPoolExecutor
@@ -68,6 +75,12 @@ class DistributedSource(MatrixSource):
     """
 
     def __init__(self, source: MatrixSource, executor: Executor) -> None:
+        if not isinstance(source, MatrixSource):
+            raise ParameterError(f"source must be a MatrixSource (KernelMatrix, AttentionMatrix, ...; an array or a "
+                                 f"sparse matrix: sfapprox.sources.as_source(X)), got {type(source).__name__}")
+        if executor is None:  # (compare's None is "no executor"; a DistributedSource is one)
+            raise ParameterError("executor must be a concurrent.futures pool or a dask.distributed Client, got None")
+        check_executor(executor)
         super().__init__(source.n, source.name)
         self.source = source
         self.executor = executor
