@@ -296,6 +296,10 @@ def _trial(x, t, d, kernel, best, best_loss):
     return f_new, g_new, dot(g_new, d), best, best_loss
 
 
+#: The phases of :func:`_strong_wolfe`: finding a bracket (the first trial's phase), then zooming into it.
+_BRACKET, _ZOOM = 0, 1
+
+
 @nb.njit(**_JIT_LOOP)
 def _strong_wolfe(x, t, d, f, g, gtd, kernel, evals_left, best, best_loss):
     """torch.optim.lbfgs's ``_strong_wolfe`` (c1, c2, tolerance and 25 trials as there), compiled.
@@ -303,92 +307,96 @@ def _strong_wolfe(x, t, d, f, g, gtd, kernel, evals_left, best, best_loss):
     Evaluations keep the best point (:func:`_trial`).  At most ``evals_left`` are made: when
     one more would be needed, ``ok`` is False (the time limit).  Returns
     ``(ok, f_new, g_new, t, evals, best, best_loss)``.
+
+    torch's two loops (the bracketing, then the zoom) as one, its phase in ``phase``: every trial is
+    made at one place.  ``_trial`` is inlined where it is called, so each call site was a copy of it
+    for numba to type and LLVM to compile (three, on a fresh install); the steps and trials are torch's.
     """
     d_norm = 0.0
     for i in range(d.shape[0]):
         d_norm = max(d_norm, abs(d[i]))
     evals = 0
-    if evals >= evals_left:
-        return False, f, g, 0.0, evals, best, best_loss
-    f_new, g_new, gtd_new, best, best_loss = _trial(x, t, d, kernel, best, best_loss)
-    evals += 1
     t_prev, f_prev, g_prev, gtd_prev = 0.0, f, g, gtd
     done = False
     ls_iter = 0
-    # bracket [b0, b1] with losses, gradients and slopes; set below before use
-    b0, b1, bf0, bf1, bgtd0, bgtd1 = 0.0, t, f, f_new, gtd, gtd_new
-    bg0, bg1 = g, g_new
+    # bracket [b0, b1] with losses, gradients and slopes; set before use
+    b0, b1, bf0, bf1, bgtd0, bgtd1 = 0.0, t, f, f, gtd, gtd
+    bg0, bg1 = g, g
     two = True
-    while ls_iter < MAX_LS:
-        if f_new > (f + C1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev):
-            b0, b1, bf0, bf1, bg0, bg1, bgtd0, bgtd1 = t_prev, t, f_prev, f_new, g_prev, g_new, gtd_prev, gtd_new
-            break
-        if abs(gtd_new) <= -C2 * gtd:
-            b0, bf0, bg0 = t, f_new, g_new
-            two = False
-            done = True
-            break
-        if gtd_new >= 0:
-            b0, b1, bf0, bf1, bg0, bg1, bgtd0, bgtd1 = t_prev, t, f_prev, f_new, g_prev, g_new, gtd_prev, gtd_new
-            break
-        min_step = t + 0.01 * (t - t_prev)
-        max_step = t * 10
-        tmp = t
-        t = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, min_step, max_step)
-        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new, gtd_new
-        if evals >= evals_left:
-            return False, f, g, 0.0, evals, best, best_loss
-        f_new, g_new, gtd_new, best, best_loss = _trial(x, t, d, kernel, best, best_loss)
-        evals += 1
-        ls_iter += 1
-    if ls_iter == MAX_LS:
-        b0, b1, bf0, bf1, bg0, bg1 = 0.0, t, f, f_new, g, g_new
-        two = True
-    if not two:  # torch's one-point bracket: low_pos 0 (bf0 <= bf[-1], the same point)
-        return True, bf0, bg0, b0, evals, best, best_loss
     insuf_progress = False
-    low = 0 if bf0 <= bf1 else 1
-    while not done and ls_iter < MAX_LS:
-        if abs(b1 - b0) * d_norm < TOLERANCE_CHANGE:
-            break
-        lo_b, hi_b = (b0, b1) if b0 <= b1 else (b1, b0)
-        t = _cubic_interpolate(b0, bf0, bgtd0, b1, bf1, bgtd1, lo_b, hi_b)
-        top = b1 if b1 > b0 else b0  # Python's max(bracket), min(bracket)
-        bottom = b1 if b1 < b0 else b0
-        eps = 0.1 * (top - bottom)
-        near = t - bottom if (t - bottom) < (top - t) else top - t
-        if near < eps:
-            if insuf_progress or t >= top or t <= bottom:
-                t = top - eps if abs(t - top) < abs(t - bottom) else bottom + eps
-                insuf_progress = False
+    low = 0
+    phase = _BRACKET
+    while True:
+        if phase == _ZOOM:  # the zoom loop's head, and its next step
+            if done or ls_iter >= MAX_LS or abs(b1 - b0) * d_norm < TOLERANCE_CHANGE:
+                break
+            lo_b, hi_b = (b0, b1) if b0 <= b1 else (b1, b0)
+            t = _cubic_interpolate(b0, bf0, bgtd0, b1, bf1, bgtd1, lo_b, hi_b)
+            top = b1 if b1 > b0 else b0  # Python's max(bracket), min(bracket)
+            bottom = b1 if b1 < b0 else b0
+            eps = 0.1 * (top - bottom)
+            near = t - bottom if (t - bottom) < (top - t) else top - t
+            if near < eps:
+                if insuf_progress or t >= top or t <= bottom:
+                    t = top - eps if abs(t - top) < abs(t - bottom) else bottom + eps
+                    insuf_progress = False
+                else:
+                    insuf_progress = True
             else:
-                insuf_progress = True
-        else:
-            insuf_progress = False
+                insuf_progress = False
         if evals >= evals_left:
             return False, f, g, 0.0, evals, best, best_loss
         f_new, g_new, gtd_new, best, best_loss = _trial(x, t, d, kernel, best, best_loss)
         evals += 1
-        ls_iter += 1
-        f_low = bf0 if low == 0 else bf1
-        if f_new > (f + C1 * t * gtd) or f_new >= f_low:
-            if low == 0:
-                b1, bf1, bg1, bgtd1 = t, f_new, g_new, gtd_new
-            else:
-                b0, bf0, bg0, bgtd0 = t, f_new, g_new, gtd_new
-            low = 0 if bf0 <= bf1 else 1
-        else:
-            if abs(gtd_new) <= -C2 * gtd:
-                done = True
-            elif gtd_new * ((b1 - b0) if low == 0 else (b0 - b1)) >= 0:
-                if low == 0:  # old high becomes new low
-                    b1, bf1, bg1, bgtd1 = b0, bf0, bg0, bgtd0
+        if evals > 1:
+            ls_iter += 1
+        if phase == _ZOOM:
+            f_low = bf0 if low == 0 else bf1
+            if f_new > (f + C1 * t * gtd) or f_new >= f_low:
+                if low == 0:
+                    b1, bf1, bg1, bgtd1 = t, f_new, g_new, gtd_new
                 else:
-                    b0, bf0, bg0, bgtd0 = b1, bf1, bg1, bgtd1
-            if low == 0:
-                b0, bf0, bg0, bgtd0 = t, f_new, g_new, gtd_new
+                    b0, bf0, bg0, bgtd0 = t, f_new, g_new, gtd_new
+                low = 0 if bf0 <= bf1 else 1
             else:
-                b1, bf1, bg1, bgtd1 = t, f_new, g_new, gtd_new
+                if abs(gtd_new) <= -C2 * gtd:
+                    done = True
+                elif gtd_new * ((b1 - b0) if low == 0 else (b0 - b1)) >= 0:
+                    if low == 0:  # old high becomes new low
+                        b1, bf1, bg1, bgtd1 = b0, bf0, bg0, bgtd0
+                    else:
+                        b0, bf0, bg0, bgtd0 = b1, bf1, bg1, bgtd1
+                if low == 0:
+                    b0, bf0, bg0, bgtd0 = t, f_new, g_new, gtd_new
+                else:
+                    b1, bf1, bg1, bgtd1 = t, f_new, g_new, gtd_new
+            continue
+        # ---- the bracketing loop's body (its head: ls_iter < MAX_LS) on this trial
+        bracketed = True
+        if ls_iter < MAX_LS:
+            if f_new > (f + C1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev):
+                b0, b1, bf0, bf1, bg0, bg1, bgtd0, bgtd1 = t_prev, t, f_prev, f_new, g_prev, g_new, gtd_prev, gtd_new
+            elif abs(gtd_new) <= -C2 * gtd:
+                b0, bf0, bg0 = t, f_new, g_new
+                two = False
+                done = True
+            elif gtd_new >= 0:
+                b0, b1, bf0, bf1, bg0, bg1, bgtd0, bgtd1 = t_prev, t, f_prev, f_new, g_prev, g_new, gtd_prev, gtd_new
+            else:
+                bracketed = False
+                min_step = t + 0.01 * (t - t_prev)
+                max_step = t * 10
+                tmp = t
+                t = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, min_step, max_step)
+                t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new, gtd_new
+        if bracketed:
+            if ls_iter == MAX_LS:
+                b0, b1, bf0, bf1, bg0, bg1 = 0.0, t, f, f_new, g, g_new
+                two = True
+            if not two:  # torch's one-point bracket: low_pos 0 (bf0 <= bf[-1], the same point)
+                return True, bf0, bg0, b0, evals, best, best_loss
+            low = 0 if bf0 <= bf1 else 1
+            phase = _ZOOM
     if low == 0:
         return True, bf0, bg0, b0, evals, best, best_loss
     return True, bf1, bg1, b1, evals, best, best_loss
