@@ -642,6 +642,22 @@ def test_compiled_line_search_is_torchs(scale):
     assert not short or evals == 1  # one evaluation fewer than it needs: cut (the time limit)
 
 
+def test_the_compiled_line_search_makes_its_trials_at_one_place():
+    """The line search's trial (with the kernel's call) is inlined where it is called: each call site
+    was a copy for numba to type and LLVM to compile on a fresh install (three, in torch's two loops)."""
+    import dis
+
+    _solver_numba = pytest.importorskip("sfapprox.sf._solver_numba")
+
+    def sites(function, name: str) -> int:
+        return sum(i.opname == "LOAD_GLOBAL" and i.argval == name for i in dis.get_instructions(function.py_func))
+
+    assert _solver_numba._trial.targetoptions.get("inline") == "always"
+    assert sites(_solver_numba._strong_wolfe, "_trial") == 1
+    assert sites(_solver_numba._trial, "_evaluate") == 1
+    assert sites(_solver_numba._strong_wolfe, "loss_and_grad") == sites(_solver_numba.iterate, "loss_and_grad") == 0
+
+
 def test_how_the_compiled_iterations_are_split_changes_nothing(compiled_calls, monkeypatch):
     """One compiled call for the whole run, or one per iteration (a callback to call after each):
     the same iterates to the bit.  A callback sees every iteration unless it asks for fewer calls."""
