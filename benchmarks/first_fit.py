@@ -5,6 +5,7 @@ Run by hand (not part of the tests):
     python benchmarks/first_fit.py [--warm 2] [--sfapprox CHECKOUT] [--tag first_fit]
     python benchmarks/first_fit.py --before CHECKOUT [--rounds 2] [--warm 2] [--tag first_fit_compile]
     python benchmarks/first_fit.py --compile-parts [--rounds 2] [--sfapprox CHECKOUT] [--tag compile_parts]
+    python benchmarks/first_fit.py --compile-work --before CHECKOUT [--rounds 2] [--tag compile_work]
 
 ``sfapprox compare examples/mesh_small.mtx --methods sf,tsvd -q --json OUT`` runs as a fresh process
 (``python -m sfapprox`` of this checkout, or of ``--sfapprox`` through ``PYTHONPATH``): first with an
@@ -27,6 +28,14 @@ anyway, but a first run must find nothing.
 process with an empty cache: the host arithmetic of the L-BFGS loop (``_solver.warm_up``), the
 kernel (``_kernels.warm_up_numba``'s), and the compiled iterations (``_solver.warm_up`` with the
 objective), with numba's own timers of the last (``llvm_lock``: LLVM's share).
+
+``--compile-work --before CHECKOUT``: the compiling of ``--compile-parts`` (the kernel, then the compiled
+iterations), this checkout and ``CHECKOUT`` alternating, each in fresh processes with an empty cache: its
+CPU seconds, and two counts that another process busy beside it does not change (on a shared 2-core
+machine the seconds of the same code spread by +-20 %): the lines of LLVM IR that numba hands to LLVM's
+module optimisation and to its machine-code generation (summed over every library it finalizes; a
+function linked into a caller is optimised and translated again inside it), and the Python function
+calls of numba's own front end (typing, lowering: cProfile's count, in a process of its own).
 
 Writes benchmarks/results/<tag>.json and .md.
 """
@@ -98,6 +107,69 @@ def compile_parts(env: dict, rounds: int, tag: str, checkout: str | None) -> Non
     write_results(tag, data, lines)
 
 
+#: One process of --compile-work: the kernel's and the iterations' CPU seconds and the LLVM IR lines numba
+#: optimises and translates (argv[1] == "calls": cProfile's count of Python calls instead, no seconds).
+_WORK = """
+import cProfile, io, json, pstats, sys, time, torch
+from numba.core import codegen
+lines = {"ir_optimised": 0, "ir_translated": 0, "libraries": 0}
+def counted(key, method):
+    def run(self):
+        lines[key] += str(self._final_module).count("\\n")
+        lines["libraries"] += key == "ir_optimised"
+        return method(self)
+    return run
+library = codegen.CPUCodeLibrary
+library._optimize_final_module = counted("ir_optimised", library._optimize_final_module)
+library._finalize_final_module = counted("ir_translated", library._finalize_final_module)
+from sfapprox.sf import _kernels, _solver
+small = _kernels.CompiledObjective((3, 8, 4), (0, 1, 2, 4), torch.eye(8, dtype=torch.float64))
+profile = cProfile.Profile() if sys.argv[1:] == ["calls"] else None
+if profile:
+    profile.enable()
+began = time.process_time(); _kernels.warm_up_numba(torch.float64); kernel = time.process_time() - began
+began = time.process_time(); _solver.warm_up(torch.float64, small); iterations = time.process_time() - began
+if profile:
+    profile.disable()
+    print(json.dumps({"python_calls": pstats.Stats(profile, stream=io.StringIO()).total_calls}))
+else:
+    print(json.dumps({"kernel_cpu_s": round(kernel, 2), "iterations_cpu_s": round(iterations, 2), **lines}))
+"""
+
+
+def _work_round(env: dict) -> dict:
+    """One --compile-work row for a checkout (``env``): two fresh processes, each with an empty cache."""
+    row = {}
+    for mode in ("seconds", "calls"):
+        with tempfile.TemporaryDirectory() as cache:
+            done = subprocess.run([sys.executable, "-c", _WORK, mode], env={**env, "NUMBA_CACHE_DIR": cache},
+                                  capture_output=True, text=True, cwd=tempfile.gettempdir(), check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"the round failed:\n{done.stderr[-2000:]}")
+        row.update(json.loads(done.stdout.splitlines()[-1]))
+    return row
+
+
+def compile_work(before: str, rounds: int, tag: str) -> None:
+    """``--compile-work``: this checkout and ``before`` alternating, ``rounds`` times."""
+    rows = []
+    for r in range(rounds):
+        for label, checkout in (("before", before), ("after", str(ROOT))):
+            _clear_in_tree_cache(Path(checkout))
+            rows.append({"round": r + 1, "checkout": label, **_work_round(checkout_env(checkout))})
+            print(rows[-1], flush=True)
+    data = {"meta": meta(before=before), "rows": rows}
+    lines = [f"# A fresh install's compiling, this checkout against another, alternating ({data['meta']['date']})", "",
+             f"Machine: {data['meta']['machine']}; load average at start {data['meta']['load_average_at_start']}. "
+             f"Command: `{data['meta']['command']}` (before: {before}).", "",
+             "| round | checkout | kernel CPU s | iterations CPU s | LLVM IR lines optimised | translated | "
+             "libraries | numba Python calls |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['round']} | {r['checkout']} | {r['kernel_cpu_s']} | {r['iterations_cpu_s']} | "
+              f"{r['ir_optimised']:,} | {r['ir_translated']:,} | {r['libraries']} | {r['python_calls']:,} |" for r in rows]
+    lines += ["", FINDINGS, "", "(to be written)"]
+    write_results(tag, data, lines)
+
+
 def _clear_in_tree_cache(checkout: Path) -> None:
     """Remove numba's cache files from ``checkout``'s ``sfapprox/**/__pycache__`` (see ``--before``)."""
     for pattern in ("*.nbi", "*.nbc", "*.kernel-sha256"):
@@ -140,7 +212,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2,
                         help="--compile-parts: fresh processes to time; --before: rounds of the alternation")
     parser.add_argument("--before", help="another checkout, run alternating with this one (before/after)")
+    parser.add_argument("--compile-work", action="store_true",
+                        help="with --before: the compiling's CPU seconds, LLVM IR lines and numba's Python calls")
     args = parser.parse_args()
+    if args.compile_work:
+        if not args.before:
+            parser.error("--compile-work needs --before CHECKOUT")
+        compile_work(args.before, args.rounds, args.tag or "compile_work")
+        return
     if args.before:
         alternating(args.before, args.rounds, args.warm, args.tag or "first_fit_compile")
         return
