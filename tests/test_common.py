@@ -6,6 +6,7 @@ A new method registers itself and is tested here without a line added.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -329,7 +330,8 @@ def test_a_matrix_held_beside_the_passes_takes_its_share_of_an_estimators_own_li
     assert source.held_bytes == held and source.max_memory == (64 << 20) - held
     # a smaller limit of the estimator's: its passes get that limit less the held matrix
     assert passes_within(source, 8 << 20).max_memory == (8 << 20) - held
-    wrapped = DistributedSource(source, executor=None)
+    with ThreadPoolExecutor(1) as pool:
+        wrapped = DistributedSource(source, pool)
     assert wrapped.held_bytes == held  # a wrapped source's held matrix is counted too
 
 
