@@ -1157,10 +1157,12 @@ def numbers_array(a: np.ndarray) -> np.ndarray | None:
         return a
     if a.dtype.kind != "O":
         return None
-    values = a.ravel()
-    if not all(isinstance(v, (numbers.Number, np.bool_)) for v in values):
+    # by the entries' distinct types: an isinstance test of every entry against the numbers ABCs took
+    # 33 s for a 3,000 x 3,000 frame of pandas' nullable dtypes (the set of types: about 1 s)
+    types = set(map(type, a.ravel()))
+    if not all(issubclass(t, (numbers.Number, np.bool_)) for t in types):
         return None
-    complex_ = any(isinstance(v, numbers.Complex) and not isinstance(v, numbers.Real) for v in values)
+    complex_ = any(issubclass(t, numbers.Complex) and not issubclass(t, numbers.Real) for t in types)
     try:
         return a.astype(np.complex128 if complex_ else np.float64)
     except (TypeError, ValueError):
@@ -1198,12 +1200,23 @@ def object_numbers(arr: np.ndarray, source: str, what: str, max_memory: int | No
     check_memory(8 * arr.size, what=f"{source}: float64 copy of {what} (an object array)", limit=max_memory)
     read = numbers_array(arr)
     if read is None:
-        bad = _first_non_number(arr.ravel())
-        missing = ": a missing value, fill or drop it first (pandas: df.fillna(0))" \
-            if bad.startswith(("None ", "<NA> ", "NaT ")) else ""
-        raise InputError(f"{source}: an entry of {what} is {bad}, not a number (object dtype){missing}; "
-                         "convert it to a numeric array first")
+        at, bad = _first_non_number_at(arr)
+        advice = "a missing value: fill or drop it first (pandas: df.fillna(0))" \
+            if bad.startswith(("None ", "<NA> ", "NaT ")) else "convert it to a numeric array first"
+        where = f" (the first at {at})" if at else ""
+        raise InputError(f"{source}: an entry of {what} is {bad}, not a number (object dtype){where}; {advice}")
     return read
+
+
+def _first_non_number_at(arr: np.ndarray) -> tuple[str, str]:
+    """Where the first entry of ``arr`` that is no number is (``"[0, 1]"``; ``""`` where none is: a number
+    numpy could not convert) and that entry in words (:func:`_first_non_number`'s)."""
+    values = arr.ravel()
+    index = next((i for i, v in enumerate(values) if not isinstance(v, (numbers.Number, np.bool_))), None)
+    if index is None:
+        return "", _first_non_number(values)
+    at = "[" + ", ".join(str(int(i)) for i in np.unravel_index(index, arr.shape)) + "]"
+    return at, _first_non_number(values[index:index + 1])
 
 
 def _first_non_number(values) -> str:
