@@ -151,6 +151,8 @@ def test_parameters_and_warnings():
     with pytest.warns(ConvergenceWarning, match="max_iter=1 iteration before") as said:  # "1 iterations" before
         NMF(3, max_iter=1, device="cpu").fit(X)
     assert {w.filename for w in said if issubclass(w.category, ConvergenceWarning)} == {__file__}  # the caller's line
+    with pytest.warns(ConvergenceWarning, match="max_iter=1200 iterations before"):  # as Python writes it, not 1,200
+        NMF(10, max_iter=1200, tol=0.0, device="cpu").fit(np.random.default_rng(5).random((80, 80)))
     zero = NMF(2, device="cpu").fit(np.zeros((6, 6)))
     assert np.array_equal(zero.to_dense(), np.zeros((6, 6)))
 

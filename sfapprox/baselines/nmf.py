@@ -703,7 +703,8 @@ class NMF(Approximation):
             )
         self.seconds_ = time.perf_counter() - start
         if reason in ("max_iter", "time_limit"):
-            limit = f"max_iter={counted(self.max_iter, 'iteration')}" if reason == "max_iter" else (
+            # max_iter as it is written in Python (counted's "1,000" is not), with its word in the singular for 1
+            limit = f"max_iter={self.max_iter} iteration{'s' * (self.max_iter != 1)}" if reason == "max_iter" else (
                 f"time_limit={self.time_limit:g} s ({counted(n_iter, 'iteration')})")
             warnings.warn(
                 f"NMF stopped after {limit} before the error settled to tol={self.tol:g}; "

@@ -1309,7 +1309,8 @@ class RobustPCA(Approximation):
                           f"splits within time_limit={self.time_limit:g} s; increase it to try them all",
                           ConvergenceWarning, stacklevel=user_stacklevel())
         if best.stop_reason in ("max_iter", "time_limit"):
-            limit = f"max_iter={counted(self.max_iter, 'GoDec iteration')}" if best.stop_reason == "max_iter" else (
+            # max_iter as it is written in Python (counted's "1,000" is not), with its word in the singular for 1
+            limit = f"max_iter={self.max_iter} GoDec iteration{'s' * (self.max_iter != 1)}" if best.stop_reason == "max_iter" else (
                 f"time_limit={self.time_limit:g} s ({counted(best.n_iter, 'GoDec iteration')})")
             warnings.warn(
                 f"RobustPCA ({self.method}) stopped after {limit} before the error settled to "
