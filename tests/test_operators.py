@@ -766,16 +766,19 @@ def test_a_0d_operand_is_refused_naming_the_shape_by_every_kind():
 
 
 @pytest.mark.parametrize("operand, said", [(None, r"None \(NoneType\)$"), ("abc", r"'abc' \(str\)$"),
-                                           (3, r"3 \(int\); a scalar, which scales by \*: op \* 3$")])
+                                           (3, r"3 \(int\); a scalar, which scales by \*: op \* 3$"),
+                                           (np.float64(2), r"np.float64\(2.0\) \(float64\); a scalar, which scales by \*: "
+                                                           r"op \* 2$")])
 def test_an_operand_of_at_that_is_no_array_is_one_error_naming_the_operator(operand, said):
     """``op @ None`` and ``op @ "abc"`` got scipy's raw ValueError ("expected 1-d or 2-d array or matrix, got
     array(None, dtype=object)", "Scalar operands are not allowed"), naming neither the operator nor the operand."""
     for name, op in {**_every_kind(), **_hybrids_without_factors()}.items():
         n = op.shape[0]
-        for product, words in ((lambda: op @ operand, "op @ x"), (lambda: operand @ op, "x @ op"),
-                               (lambda: op.T @ operand, "op @ x")):
+        # x @ op: x's columns meet the operator's rows (it said "a matrix of N rows" there too)
+        for product, words, side in ((lambda: op @ operand, "op @ x", "rows"), (lambda: operand @ op, "x @ op", "columns"),
+                                     (lambda: op.T @ operand, "op @ x", "rows")):
             with pytest.raises(ParameterError, match=rf"is {n:,} x {n:,}: {re.escape(words)} takes a vector or a matrix "
-                                                     rf"of {n:,} rows, or an operator, got {said}") as info:
+                                                     rf"of {n:,} {side}, or an operator, got {said}") as info:
                 product()
             assert "\n" not in str(info.value), name
 
