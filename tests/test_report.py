@@ -945,3 +945,17 @@ def test_a_folder_named_as_the_results_file_is_one_parameter_error(tmp_path):
         read_results(tmp_path / "results.jsonl")
     with pytest.raises(ParameterError, match=r"path must be a results file or a batch's output folder .* got NoneType"):
         read_results(None)
+
+
+def test_a_report_of_a_path_to_nothing_is_one_input_error_not_a_report_of_nothing(tmp_path):
+    """build_report("typo_dir") was "Report: 0 records of 0 matrices" (read_results reads a missing file as
+    empty, as a resuming batch needs), where the CLI's report says there is no results file."""
+    from sfapprox import InputError
+
+    with pytest.raises(InputError, match=r"typo_dir: no such file or folder; give a batch's results file or its "
+                                         r"output folder"):
+        build_report(tmp_path / "typo_dir")
+    with pytest.raises(InputError, match=r"no results.jsonl; run_batch \(or sfapprox batch --out-dir\) writes it"):
+        build_report(tmp_path)
+    (tmp_path / "results.jsonl").write_text("")  # a batch's folder before its first pair: a report of nothing
+    assert build_report(tmp_path).tables_by_category == []

@@ -18,14 +18,15 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from .._errors import ParameterError
+from .._errors import InputError, ParameterError
 from .._settings import TEXT_MARKS
 from ..formats import (ESTIMATED_NOTE, Column, ShownAsTables, Table, and_listed, counted, fmt_with_interval,
                        interval_columns, printable, shell_command)
 from .manifest import CATEGORIES
-from .results_file import FILE_MISSING, MEASURES, ResultsFile, read_results
+from .results_file import FILE_MISSING, MEASURES, RESULTS_FILE, ResultsFile, read_results
 from .results_file import finite_number as _finite  # the lines' own test: an edited 10**400 is not finite
 
 __all__ = ["MatrixRow", "CategoryTable", "Report", "Unavailable", "build_report", "table_cells", "wins_line",
@@ -536,6 +537,17 @@ def _unavailable(name: str, category: str, records: list[dict[str, Any]]) -> Una
     return Unavailable(name, category, error, missing, **text)
 
 
+def _results_path(path: str | os.PathLike) -> str | os.PathLike:
+    """``path`` where it holds a batch's results (a file, or a folder with its results file), else an
+    :class:`~sfapprox.InputError` saying what is there instead (the CLI's ``report`` says the same)."""
+    where = Path(path)
+    if not where.exists():
+        raise InputError(f"{where}: no such file or folder; give a batch's results file or its output folder")
+    if where.is_dir() and where.name != RESULTS_FILE and not (where / RESULTS_FILE).exists():
+        raise InputError(f"{where}: no {RESULTS_FILE}; run_batch (or sfapprox batch --out-dir) writes it there")
+    return path
+
+
 def build_report(records: list[dict[str, Any]] | ResultsFile | str | os.PathLike,
                  skipped_lines: dict[int, str] | None = None) -> Report:
     """Group records (the last one per (matrix, method) wins) into category tables.
@@ -558,6 +570,10 @@ def build_report(records: list[dict[str, Any]] | ResultsFile | str | os.PathLike
     ------
     ParameterError
         If ``records`` is none of these (None, a dict, a list holding something other than records).
+    InputError
+        If ``records`` is a path to nothing, or to a folder without a results file: a typo would
+        otherwise be a report of nothing (:func:`read_results` reads a missing file as empty, as a
+        batch resuming there needs).
 
     Examples
     --------
@@ -567,7 +583,7 @@ def build_report(records: list[dict[str, Any]] | ResultsFile | str | os.PathLike
     {'sf': 1, 'tsvd': 0}
     """
     if isinstance(records, (str, os.PathLike)):  # run_batch's out_dir: "string indices must be integers" before
-        records = read_results(records)
+        records = read_results(_results_path(records))
     if isinstance(records, ResultsFile):
         records, skipped_lines = records.records, records.left_out() if skipped_lines is None else skipped_lines
     if isinstance(records, (Mapping, str, bytes)) or not isinstance(records, Iterable):
