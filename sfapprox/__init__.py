@@ -34,16 +34,18 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 from . import _errors
+# ``name as name``: re-exported for type checkers (mypy --strict refused ``sfapprox.ParameterError`` as "not
+# explicitly exported": a checker does not read the computed __all__ below)
 from ._errors import (  # noqa: F401  (the public error family, listed in _errors.__all__)
-    BudgetError,
-    ConvergenceWarning,
-    DeviceError,
-    InputError,
-    NotApplicableError,
-    NotFittedError,
-    ParameterError,
-    ResourceError,
-    SfapproxError,
+    BudgetError as BudgetError,
+    ConvergenceWarning as ConvergenceWarning,
+    DeviceError as DeviceError,
+    InputError as InputError,
+    NotApplicableError as NotApplicableError,
+    NotFittedError as NotFittedError,
+    ParameterError as ParameterError,
+    ResourceError as ResourceError,
+    SfapproxError as SfapproxError,
 )
 
 __version__ = "0.1.0"

@@ -45,7 +45,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -187,11 +187,17 @@ class SavedFactors:
     # does not have enough dimensions"); None makes numpy leave ``x @ saved`` to __rmatmul__ as well.
     __array_ufunc__ = None
 
-    def __matmul__(self, x):
+    @overload
+    def __matmul__(self, x: np.ndarray) -> np.ndarray: ...
+
+    @overload
+    def __matmul__(self, x: Any) -> Any: ...
+
+    def __matmul__(self, x: Any) -> Any:
         """``operator @ x`` (a vector, a block or another operator)."""
         return self.operator @ x
 
-    def __rmatmul__(self, x):
+    def __rmatmul__(self, x: Any) -> Any:
         """``x @ operator``."""
         return x @ self.operator
 
@@ -199,7 +205,7 @@ class SavedFactors:
         """The dense ``n x n`` matrix of the operator."""
         return self.operator.to_dense()
 
-    def aslinearoperator(self):
+    def aslinearoperator(self) -> SurrogateOperator:
         """The operator itself (a scipy ``LinearOperator``)."""
         return self.operator
 
@@ -217,12 +223,12 @@ class SavedFactors:
         return self.operator.dtype
 
     @property
-    def T(self):
+    def T(self) -> SurrogateOperator:
         """The transpose of the operator (an operator: ``saved.T @ x``, ``saved.T @ B``)."""
         return self.operator.T
 
     @property
-    def H(self):
+    def H(self) -> SurrogateOperator:
         """The adjoint of the operator: its transpose (it is real)."""
         return self.operator.H
 

@@ -815,7 +815,7 @@ def _flat_records(tables: list[Table], missing: Any = "") -> tuple[list[str], li
     return (["table"] if several else []) + titles, out
 
 
-def render_frame(tables: list[Table]):
+def render_frame(tables: list[Table]) -> Any:
     """All tables as one pandas DataFrame: CSV's columns and values (:func:`render_csv`: full precision,
     no separators or marks, the winner as a column of its own), a missing value as None (NaN in a column
     of numbers).  For the ``to_frame()`` of the result objects.
@@ -928,7 +928,7 @@ class ShownAsTables:
         """The tables as HTML, for a notebook (:func:`render_html`)."""
         return render_html(self._shown_tables())
 
-    def to_frame(self):
+    def to_frame(self) -> Any:  # pandas.DataFrame: Any, since pandas is optional (not imported here)
         """The tables' rows as a pandas DataFrame: the values of the command's ``--csv`` (full precision,
         marks such as the winner as columns of their own; the class's docstring names the columns).
 

@@ -29,7 +29,7 @@ surrogate is one new module in this package.
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -93,7 +93,7 @@ class SurrogateOperator(LinearOperator):
     #: A description per saved array (written as each dataset's ``description`` attribute).
     dataset_descriptions: ClassVar[dict[str, str]] = {}
 
-    _transposed = None
+    _transposed: SurrogateOperator | None = None
 
     def __init__(self, n: int) -> None:
         super().__init__(dtype=np.float64, shape=(int(n), int(n)))
@@ -101,22 +101,22 @@ class SurrogateOperator(LinearOperator):
     # ------------------------------------------------------------------ products (operands checked)
     # Each operand is read first (readable_operand): scipy's own methods refused a sparse block and a torch
     # tensor that requires grad with a raw TypeError or RuntimeError before any check here.
-    def matvec(self, x):
+    def matvec(self, x: Any) -> np.ndarray:
         x = readable_operand(x)
         self._check_operand(x, "a vector", 1)
         return _column_kept(super().matvec, x)
 
-    def rmatvec(self, x):
+    def rmatvec(self, x: Any) -> np.ndarray:
         x = readable_operand(x)
         self._check_operand(x, "a vector", 1)
         return _column_kept(super().rmatvec, x)
 
-    def matmat(self, X):
+    def matmat(self, X: Any) -> np.ndarray:
         X = readable_operand(X)
         self._check_operand(X, "a matrix", 2)
         return super().matmat(X)
 
-    def rmatmat(self, X):
+    def rmatmat(self, X: Any) -> np.ndarray:
         X = readable_operand(X)
         self._check_operand(X, "a matrix", 2)
         return super().rmatmat(X)
@@ -326,7 +326,15 @@ class SurrogateOperator(LinearOperator):
             else:  # x @ A is A.T @ x.T: the message names the transpose, as matvec's check did
                 self.T._check_operand(np.transpose(x), what, ndim)
 
-    def rdot(self, x):
+    # An array in, an array of its shape out (what a user's type checker should know of ``op @ x``); anything
+    # else (an operator to compose with, a scalar) is scipy's, whose LinearOperator has no hints: Any.
+    @overload
+    def rdot(self, x: np.ndarray) -> np.ndarray: ...
+
+    @overload
+    def rdot(self, x: Any) -> Any: ...
+
+    def rdot(self, x: Any) -> Any:
         """``x @ A`` (scipy's rules; a vector or block of another length than ``N``: one error, naming it).
 
         Parameters
@@ -349,7 +357,13 @@ class SurrogateOperator(LinearOperator):
     # is refused in the same words on every scipy (their matvec's check named a (1, k) block a vector)
     _rdot = rdot
 
-    def dot(self, x):
+    @overload
+    def dot(self, x: np.ndarray) -> np.ndarray: ...
+
+    @overload
+    def dot(self, x: Any) -> Any: ...
+
+    def dot(self, x: Any) -> Any:
         """``A @ x`` for a vector or block (anything else: scipy's rules, e.g. operator products).
 
         Parameters
@@ -365,12 +379,18 @@ class SurrogateOperator(LinearOperator):
         x = x if isinstance(x, LinearOperator) else readable_operand(x)
         return self._applied(x, False) if self._fast(x) else super().dot(x)
 
-    def __matmul__(self, x):
+    @overload
+    def __matmul__(self, x: np.ndarray) -> np.ndarray: ...
+
+    @overload
+    def __matmul__(self, x: Any) -> Any: ...
+
+    def __matmul__(self, x: Any) -> Any:
         x = x if isinstance(x, LinearOperator) else readable_operand(x)
         self._refuse_no_operand(x, "op @ x")
         return self._applied(x, False) if self._fast(x) else super().__matmul__(x)
 
-    def __rmatmul__(self, x):
+    def __rmatmul__(self, x: Any) -> Any:
         self._refuse_no_operand(x, "x @ op")
         return super().__rmatmul__(x)
 
@@ -390,7 +410,17 @@ class SurrogateOperator(LinearOperator):
                              f"matrix of {counted(self.shape[0], side)}, or an operator, got {x!r:.40} "
                              f"({type(x).__name__}){scale}")
 
-    def _adjoint(self) -> LinearOperator:
+    # scipy's T and H, typed (its own are unhinted: Any to a user's type checker): the transpose of a
+    # surrogate is a surrogate, with its to_torch(), n_stored and products
+    @property
+    def T(self) -> SurrogateOperator:
+        return self._adjoint()
+
+    @property
+    def H(self) -> SurrogateOperator:
+        return self._adjoint()
+
+    def _adjoint(self) -> SurrogateOperator:
         if self._transposed is None:  # made once: `op.T @ x` in a loop should not rebuild it
             self._transposed = _Transposed(self)
         return self._transposed
@@ -438,7 +468,7 @@ class _Transposed(SurrogateOperator):
     def n_stored(self) -> int:
         return self._op.n_stored
 
-    def _adjoint(self) -> LinearOperator:
+    def _adjoint(self) -> SurrogateOperator:
         return self._op
 
     _transpose = _adjoint
