@@ -129,7 +129,7 @@ def fit_progress_columns(width: int, task: Any = None) -> list[Any]:
     Chosen at each redraw: a window narrowed during the fit cut the error to
     "0." and lost the time, widened it kept a narrow line.
     """
-    whole = dict(no_wrap=True, overflow="ignore")
+    whole: dict[str, Any] = dict(no_wrap=True, overflow="ignore")
     narrow = width < NARROW_PROGRESS
     bar = [] if narrow else [BarColumn(table_column=TableColumn(ratio=1))]
     # a stage without iterations ("loading torch", "scoring") has no "it" or error: their columns, empty,
@@ -138,7 +138,7 @@ def fit_progress_columns(width: int, task: Any = None) -> list[Any]:
     # the numbers' columns and the gaps take 32 (the time alone 9); in a narrow window the label and the
     # phase share the rest
     room = max(4, width - (32 if counted else 9))
-    cut = dict(no_wrap=True, overflow="ellipsis", ratio=1)
+    cut: dict[str, Any] = dict(no_wrap=True, overflow="ellipsis", ratio=1)
     phase = str(task.fields.get("phase") or "") if task is not None else ""
     label = Text.from_markup(task.description).cell_len if task is not None else room
     label_room = min(label, room) if narrow else None

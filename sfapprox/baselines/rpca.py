@@ -1164,7 +1164,7 @@ class RobustPCA(Approximation):
         start = time.perf_counter()
         deadline = None if self.time_limit is None else _timing.Deadline.after(self.time_limit)
         norm = float(np.linalg.norm(dense))  # once: every split's scoring, and the relative error kept
-        options = {"max_iter": self.max_iter, "tol": self.tol, "deadline": deadline,
+        options: dict[str, Any] = {"max_iter": self.max_iter, "tol": self.tol, "deadline": deadline,
                    "report": self._reporter(splits), "norm": norm}
         with few_threads(n, device):
             Xt = torch.as_tensor(dense, dtype=dtype, device=device)

@@ -421,7 +421,7 @@ class HelpGroup(TyperGroup):
     def _flags(self, ctx) -> set[str]:
         """The names of every option of the group and its commands (and theirs) that takes no value
         (``--quiet``)."""
-        commands, flags = [self], set()
+        commands, flags = [self], set[str]()
         while commands:
             command = commands.pop()
             flags.update(opt for param in command.params

@@ -44,7 +44,7 @@ __all__ = ["MatrixPath", "options", "LOAD", "FIT", "OUTPUTS", "output_group", "M
 
 #: Given to every option whose value is one of a few words (a Literal): ``--dtype FLOAT32`` is float32,
 #: as a user who types ``--kernel RBF`` expects; the value the command gets is the word as declared.
-CHOICE = {"case_sensitive": False}
+CHOICE: dict[str, Any] = {"case_sensitive": False}
 
 
 def lowered(value: Any) -> Any:

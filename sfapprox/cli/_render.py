@@ -128,7 +128,7 @@ def command_lines(groups: Sequence[Sequence[str]], width: int) -> list[str]:
     >>> command_lines([["sfapprox"], ["compare"], ["m.mtx"], ["--methods", "tsvd,sparse"]], 30)
     ['  sfapprox compare m.mtx \\\\', '    --methods tsvd,sparse']
     """
-    pieces = []
+    pieces: list[str] = []
     for group in groups:  # a group no line holds goes word by word (--json, then its long path)
         joined = " ".join(group)
         whole = cell_len(f"{COMMAND_INDENT[1]}{joined} \\") <= width
@@ -724,7 +724,7 @@ def line_columns(width: int, task: Any, label: str, numbers: Sequence[str], *, l
     words = cell_len(lead) + 1 if lead else 0
     drawn = Text.from_markup(label.format(task=task)).cell_len if task is not None else 0
     bar = min(room - drawn - words - 1, 40)  # (the gap between the bar and the label taken)
-    whole = dict(no_wrap=True, overflow="ignore")
+    whole: dict[str, Any] = dict(no_wrap=True, overflow="ignore")
     parts: list[Any] = []
     if bar >= MIN_BAR:
         parts = [TextColumn(f"[bold]{lead}", table_column=TableColumn(**whole))] if lead else []

@@ -31,6 +31,8 @@ an opt-in of :mod:`._chord_apply`: ``THREADS``.)
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba as nb
 import numpy as np
 
@@ -44,7 +46,7 @@ __all__ = [
 
 # error_model="numpy": no ZeroDivisionError checks; boundscheck off (the callers build the
 # indices); nogil so that callers may run several products in threads of their own.
-_JIT = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
+_JIT: dict[str, Any] = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
 
 
 @nb.njit(inline="always", **_JIT)

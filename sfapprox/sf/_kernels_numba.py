@@ -29,6 +29,8 @@ a few threads, one join per evaluation.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba as nb
 import numpy as np
 
@@ -40,7 +42,7 @@ __all__ = ["loss_and_grad", "sketch_loss_and_grad", "adam_step"]
 # No "nnan"/"ninf": a non-finite loss must come out as such (the solver backtracks on it).
 # no_cfunc_wrapper: never passed as a C callback (a first-class function): its C wrapper was compiled for
 # nothing on a fresh install.
-_JIT = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath={"contract", "reassoc"},
+_JIT: dict[str, Any] = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath={"contract", "reassoc"},
             no_cfunc_wrapper=True)
 
 

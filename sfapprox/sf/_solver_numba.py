@@ -24,6 +24,8 @@ loop, without its Python (see :func:`._solver._compiled_steps`).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba as nb
 import numpy as np
 
@@ -33,10 +35,10 @@ __all__ = ["weights", "step_update", "append", "project", "assemble", "dot", "pr
 
 # no_cfunc_wrapper: nothing here is passed as a C callback (a first-class function): each function's C
 # wrapper was compiled for nothing on a fresh install.
-_JIT = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy", no_cfunc_wrapper=True)
+_JIT: dict[str, Any] = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy", no_cfunc_wrapper=True)
 # The pair-buffer products are reductions: reassociating them is what lets LLVM vectorise the
 # float32 -> float64 loop (a sum in another order, as BLAS's own; no other fast-math licence).
-_JIT_SUM = dict(_JIT, fastmath={"reassoc", "contract", "nsz"})
+_JIT_SUM: dict[str, Any] = dict(_JIT, fastmath={"reassoc", "contract", "nsz"})
 
 #: Columns of the pair buffer taken at a time: a block of the vector (16 KiB in float64) stays in
 #: L1 while every row of the buffer passes over it, so the buffer is read once and the vector once.
@@ -225,11 +227,11 @@ CAP, OUT_OF_TIME, NO_PROGRESS, NON_FINITE, GTOL, FTOL = range(6)
 # No fast-math here: the loop's elementwise arithmetic (x + t d, the line search's scalars) rounds as
 # numpy's and torch's do; its sums (g . d, d . d, |g|_1) are compiled ones (``dot``), in another order
 # than numpy's and torch's, and the kernel and pair products carry their own flags.
-_JIT_LOOP = dict(_JIT)
+_JIT_LOOP: dict[str, Any] = dict(_JIT)
 # What only :func:`iterate` calls needs no wrapper for Python either (its arguments boxed and unboxed).
 # Such a function called from Python crashes the interpreter (no wrapper to refuse the call): private
 # names only, never in ``__all__``.
-_JIT_CALLEE = dict(_JIT_LOOP, no_cpython_wrapper=True)
+_JIT_CALLEE: dict[str, Any] = dict(_JIT_LOOP, no_cpython_wrapper=True)
 
 C1, C2 = 1e-4, 0.9  # strong-Wolfe constants of torch.optim.LBFGS (as _solver.C1, C2)
 TOLERANCE_CHANGE, MAX_LS = 1e-9, 25  # torch's _strong_wolfe defaults
