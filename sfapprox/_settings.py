@@ -155,6 +155,15 @@ class FitSettings:
                                  f"or cuda:N. Got {self.device!r} instead.")
         object.__setattr__(self, "device", device)
 
+    @property
+    def max_memory_bytes(self) -> int | None:
+        """``max_memory`` in bytes (None: the default limit), typed as the layers below take it.
+
+        The field is typed ``int | str | None`` for the constructor, which also takes ``"4G"``; it holds bytes
+        once made, and this reads it as such for a type checker (no cast at each of its readers).
+        """
+        return MEMORY_LIMIT.to_bytes(self.max_memory)
+
     def per_method(self, count: int) -> "FitSettings":
         """The settings of one of ``count`` methods fitted together ("auto" time limits resolved).
 
@@ -304,8 +313,9 @@ class TimeShare:
         float or None
             Seconds; None: no limit.
         """
-        if self.settings.time_limit != "auto":
-            return self.settings.time_limit
+        limit = self.settings.time_limit
+        if not isinstance(limit, str):  # seconds or None: "auto" is the one text a FitSettings holds
+            return limit
         remaining = max(0.0, self.deadline - time.monotonic())
         limit = max(MIN_SHARE, min(DEFAULT_TIME_LIMIT, remaining / self.left))
         self.left = max(1, self.left - 1)
@@ -466,6 +476,12 @@ class LoadOptions:
     delimiter: str | None = field(default=None, kw_only=True)
     decimal: str | None = field(default=None, kw_only=True)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def max_memory_bytes(self) -> int | None:
+        """``max_memory`` in bytes (None: the default limit): a size such as ``"4G"`` read as ``--max-memory``
+        reads it, the byte count that the readers' own options already hold unchanged."""
+        return MEMORY_LIMIT.to_bytes(self.max_memory)
 
     def keywords(self) -> dict[str, Any]:
         """The options as :func:`~sfapprox.io.open_matrix` keywords (:func:`~sfapprox.io.load_matrix`'s,

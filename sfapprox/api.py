@@ -206,12 +206,12 @@ def fit_matrix(
         if chosen:
             raise ParameterError(f"a budget chooses SF's structure itself; leave out {', '.join(chosen)} "
                                  "(or drop the budget)")
-    matrix = opened_input(matrix, load, settings.max_memory)
+    matrix = opened_input(matrix, load, settings.max_memory_bytes)
     if isinstance(matrix, MatrixSource):  # left to ChordSF: formed when its fit fits the memory limit
         target, name, n = matrix, matrix.name, matrix.n
         origin = input_record(matrix)
     else:
-        loaded = as_loaded_matrix(matrix, None, settings.max_memory)
+        loaded = as_loaded_matrix(matrix, None, settings.max_memory_bytes)
         target, name, n = loaded.matrix, loaded.name, loaded.n
         origin = input_record(loaded)
     # the summary's seconds are the wall time from here (the structure chosen, the fit, its scoring) to the
@@ -328,7 +328,8 @@ def _write_outputs(run: FitRun, origin, out, json_path, force: bool) -> list[Exc
     be written (a full disk, a file too large) costs itself alone: the JSON summary was never written
     after a failed ``--out``.
     """
-    model, failures = run.model, []
+    model = run.model
+    failures: list[Exception] = []
     if out is not None:
         aside = _checkpoints_aside(model, out)
         # checkpoints that went aside (another file took the name meanwhile): the result replaces the

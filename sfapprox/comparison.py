@@ -160,7 +160,7 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     streaming = isinstance(X, MatrixSource)
     if streaming and "columns" not in spec.access:
         return MethodResult(name, "not applicable", seconds=0.0,
-                            reason=needs_formed(X, context.settings.max_memory, spec))
+                            reason=needs_formed(X, context.settings.max_memory_bytes, spec))
     fit_on = X
     # A budget below the method's smallest fit is refused by its fit, before any work, in the words every
     # method gives (budget.below_smallest): no memory limit makes it fit, so the memory checks wait (rsvd
@@ -168,13 +168,13 @@ def run_method(name: str, X, budget: int, context: RunContext, fro_norm: float |
     need = spec.min_budget(n, context)
     below = need is not None and budget < need
     if spec.working_memory is not None and not streaming and not below:
-        fit_on = in_memory_or_columns(name, spec, X, context.settings.max_memory)
+        fit_on = in_memory_or_columns(name, spec, X, context.settings.max_memory_bytes)
     # A method a property of the matrix rules out (its source says so: Nyström on a graph that is not positive
     # semi-definite) is refused by its fit in its own words, before any memory check: "raise --max-memory" was
     # said of it, and at any limit it would not run
     ruled_out = isinstance(fit_on, MatrixSource) and bool(lacking(spec, known_facts(fit_on)))
     if isinstance(fit_on, MatrixSource) and not below and not ruled_out:
-        check_columns_memory(name, fit_on, budget, context.settings.max_memory)
+        check_columns_memory(name, fit_on, budget, context.settings.max_memory_bytes)
     est = None
     try:
         if spec.check_first is not None:  # its limits before the factory's own work (SF times its structure)
@@ -732,9 +732,9 @@ def compare(
     _check_structure(structure)
     with progress_shown(progress, matrix, settings.max_iter, callback=callback, on_result=on_result,
                         names=names) as (callback, on_result):
-        saved = load_included(include, settings.max_memory)
-        matrix = opened_input(matrix, load, settings.max_memory)
-        if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
+        saved = load_included(include, settings.max_memory_bytes)
+        matrix = opened_input(matrix, load, settings.max_memory_bytes)
+        if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory_bytes):
             if approximations is not None:
                 raise ParameterError(f"compare: approximations= asks for each row's dense {matrix.n:,} x {matrix.n:,} "
                                      f"approximation, but {matrix.name} is compared from its columns (too big to form "
@@ -743,17 +743,17 @@ def compare(
                                    protocol=protocol, structure=structure, callback=callback, on_result=on_result,
                                    include=saved, matrix_info=matrix_info, executor=executor)
         with phase(callback, "forming the matrix"):  # a kernel of 8,000 points: 27 s, that said nothing
-            loaded = as_loaded_matrix(matrix, None, settings.max_memory)
+            loaded = as_loaded_matrix(matrix, None, settings.max_memory_bytes)
             check_included_shapes(saved, loaded.n)
             resolved = resolve_budget(budget, loaded.n)
-            check_scoring_memory(loaded, settings.max_memory)
-            check_methods_memory(names, loaded, settings.max_memory)
+            check_scoring_memory(loaded, settings.max_memory_bytes)
+            check_methods_memory(names, loaded, settings.max_memory_bytes)
             X = loaded.matrix
             info = {**matrix_record(loaded.summary(), columns=False), **(matrix_info or {})}
         context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}), matrix_name=loaded.name)
         with warnings_at_caller():
             results = run_all(names, X, resolved, context, info["fro_norm"], on_result)
-        streamed = columns_note(results, settings.max_memory)  # before the saved rows: those were fitted elsewhere
+        streamed = columns_note(results, settings.max_memory_bytes)  # before the saved rows: those were fitted elsewhere
         for name, surrogate in saved.items():
             results.append(score_surrogate(name, surrogate, X, resolved.value, info["fro_norm"],
                                            count_indices=context.count_indices))
@@ -965,7 +965,7 @@ def compare_columns(
     resolved = resolve_budget(budget, source.n)
     info = {**matrix_record(source.summary(), columns=True), **(matrix_info or {})}
     context = RunContext(settings, count_indices, protocol, callback, dict(structure or {}), matrix_name=source.name)
-    check_methods_memory_from_columns(names, source, resolved.value, settings.max_memory)
+    check_methods_memory_from_columns(names, source, resolved.value, settings.max_memory_bytes)
     # every pass sized for the limit, on a copy: the source given is never changed (MatrixSource.limited)
     return _compare_columns(source.limited(settings.max_memory), names, resolved, info, context, settings,
                             on_result, include, executor)
@@ -1011,7 +1011,7 @@ def check_methods_memory_from_columns(names: Sequence[str], source: MatrixSource
         # the limit each would run from (its need above grows with the limit: the blocks take half of it)
         least = {name: least_columns_limit(get_method(name), source, budget) for name in needs
                  if get_method(name).columns_memory is not None}
-        first = min(least, key=least.get, default=None)
+        first = min(least, key=least.__getitem__, default=None)
         runs = f" to at least {format_bytes(least[first], up=True)} (where {first} runs)" if first else ""
         asked += f"; {', '.join(ruled_out)} not applicable to it at any limit" if ruled_out else ""
         raise ResourceError(f"{source.name}: no method asked for fits the memory limit of {format_bytes(limit)} from "

@@ -104,12 +104,12 @@ def parse_budget_list(text: str | Sequence[str | int | float], *, name: str = "-
     items = split_items(text, name) if isinstance(text, str) else [
         part.strip() if isinstance(part, str) else part for part in text]
     # numbered as given (from 1), empty items counted: "item 3" is the third the user wrote
-    items = [(k, item) for k, item in enumerate(items, 1) if not isinstance(item, str) or item]
-    if not items:
+    numbered = [(k, item) for k, item in enumerate(items, 1) if not isinstance(item, str) or item]
+    if not numbered:
         example = "0.01,0.02,0.05" if name.startswith("-") else "[0.01, 0.02, 0.05]"
         raise ParameterError(f"{name} needs at least one budget, e.g. {example}")
     try:
-        return [_parse_item(item, k, name) for k, item in items]
+        return [_parse_item(item, k, name) for k, item in numbered]
     except ParameterError as exc:
         if isinstance(text, str) and re.search(r"\d,\d{3}(?!\d)", text):
             # "1,000" split into "1" and "000": say why the list read it so
@@ -767,15 +767,15 @@ def sweep(
     # each budget names itself on the line (on_result's budget_starting), and the methods start again
     with progress_shown(progress, matrix, settings.max_iter, callback=callback, on_result=on_result,
                         names=names) as (callback, on_result):
-        matrix = opened_input(matrix, load, settings.max_memory)
-        if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory):
+        matrix = opened_input(matrix, load, settings.max_memory_bytes)
+        if isinstance(matrix, MatrixSource) and from_columns(matrix, names, settings.max_memory_bytes):
             return _sweep_columns(matrix, names, specs, settings=settings, count_indices=count_indices,
                                   protocol=protocol, callback=callback, on_result=on_result, matrix_info=matrix_info)
         with phase(callback, "forming the matrix"):  # (a kernel's source: seconds to minutes)
-            loaded = as_loaded_matrix(matrix, None, settings.max_memory)
+            loaded = as_loaded_matrix(matrix, None, settings.max_memory_bytes)
             resolved, merged = _distinct_budgets(specs, loaded.n)
-            check_scoring_memory(loaded, settings.max_memory)
-            check_methods_memory(names, loaded, settings.max_memory)
+            check_scoring_memory(loaded, settings.max_memory_bytes)
+            check_methods_memory(names, loaded, settings.max_memory_bytes)
             info = {**matrix_record(loaded.summary(), columns=False), **(matrix_info or {})}
         context = RunContext(settings, count_indices, protocol, callback, matrix_name=loaded.name)
         points: list[Comparison] = []
@@ -787,7 +787,7 @@ def sweep(
                 results = run_all(names, loaded.matrix, budget, context, info["fro_norm"], report)
                 points.append(build_comparison(info, budget, results, context))
                 points[-1].notes.extend(n for n in (budget.note, merged.get(value)) if n)
-                streamed = columns_note(results, settings.max_memory)
+                streamed = columns_note(results, settings.max_memory_bytes)
                 if streamed is not None:
                     points[-1].notes.append(streamed)
                 if any(r.status == "interrupted" for r in results):
@@ -908,7 +908,7 @@ def _sweep_columns(source: MatrixSource, names: list[str], specs: list[str], *, 
     refused: dict[int, ResourceError] = {}
     for value in sorted(resolved):
         try:
-            check_methods_memory_from_columns(names, source, value, settings.max_memory)
+            check_methods_memory_from_columns(names, source, value, settings.max_memory_bytes)
         except ResourceError as exc:
             refused[value] = exc
     if len(refused) == len(resolved):

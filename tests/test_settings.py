@@ -158,6 +158,18 @@ def test_every_max_memory_takes_the_sizes_the_command_line_takes(tmp_path):
     assert estimate_errors(ArraySource(X), {"zero": np.zeros((12, 12))}, max_memory="1M")["zero"].exact
 
 
+def test_max_memory_bytes_reads_the_limit_in_bytes_as_every_layer_takes_it():
+    """``max_memory_bytes``: the limit typed ``int | None`` for the layers below (``max_memory`` is typed
+    ``int | str | None`` for the constructors, so 46 of its readers were type errors); a LoadOptions, which
+    stores a size as given, reads it as ``--max-memory`` does."""
+    assert FitSettings(max_memory="4G").max_memory_bytes == 4 << 30
+    assert FitSettings().max_memory_bytes is None
+    assert LoadOptions(max_memory="500M").max_memory == "500M"  # stored as given, read by its reader
+    assert LoadOptions(max_memory="500M").max_memory_bytes == 500 << 20
+    assert LoadOptions(max_memory=1 << 20).max_memory_bytes == 1 << 20
+    assert LoadOptions().max_memory_bytes is None
+
+
 @pytest.mark.parametrize("bad", ["4X", "0G", "", "-1", "inf"])
 def test_a_size_no_reader_reads_is_one_parameter_error_naming_max_memory(tmp_path, bad):
     """A size ``parse_size`` cannot read is refused by every entry point, naming ``max_memory`` as a

@@ -214,7 +214,7 @@ def _materialize(task: MatrixTask):
     from ..io import as_loaded, open_matrix  # here: sfapprox.io loads h5py and Pillow
 
     entry = task.entry
-    limit = task.options.settings.max_memory  # the batch's --max-memory holds for making the matrix too
+    limit = task.options.settings.max_memory_bytes  # the batch's --max-memory holds for making the matrix too
     if entry.generator:
         generated = generate(entry.generator, entry.params, max_memory=limit)
         return as_loaded(generated.matrix, entry.name), generated.info

@@ -753,7 +753,7 @@ def _open_checked(path, format: str | None, opts: Options, *, keep_sparse: bool 
     display = os.fspath(path)
     if os.path.isdir(path):
         raise fail(display, "is a folder, not a matrix file", _folder_hint(path))
-    src = Source(path, opts.max_memory, keep_sparse=keep_sparse)
+    src = Source(path, opts.max_memory_bytes, keep_sparse=keep_sparse)
     src.check_exists()
     fmt = format or _detect_input_format(path)
     covariance = opts.covariance

@@ -99,7 +99,7 @@ def _dense_table(src: Source, opts: Options, text: str, n_rows: int, rows: np.nd
     # peak at over twice it: text_memory)
     held = (1 + text_width(text)) * len(src.read_bytes()) + _FEATURE_BYTES * idx.size
     check_memory(held + 8 * n_rows * n_features, what=f"{src.display}: {n_rows:,} x {n_features:,} table",
-                 limit=opts.max_memory)
+                 limit=opts.max_memory_bytes)
     table = np.zeros((n_rows, n_features))
     with np.errstate(over="ignore"):  # repeats adding up beyond float64: refused below, by their line
         np.add.at(table, (rows, idx - (0 if zero_based else 1)), vals)
@@ -198,7 +198,7 @@ def read_libsvm_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]
     # line by line: the file's bytes, its text, its lines and each feature's numbers (at most one a colon)
     lines = text.count("\n") + 1
     check_memory(split_cost(src.read_bytes(), lines) + _LINE_FEATURE_BYTES * text.count(":") + 8 * lines,
-                 what=f"{src.display}: parsing {lines:,} lines of LIBSVM text one by one", limit=opts.max_memory)
+                 what=f"{src.display}: parsing {lines:,} lines of LIBSVM text one by one", limit=opts.max_memory_bytes)
     samples, rows, idx, vals, unlabelled = _libsvm_lines(src, text)
     table, notes = _dense_table(src, opts, text, samples, rows, idx, vals)
     if unlabelled:
@@ -241,7 +241,7 @@ def covariance_of(src: Source, table: np.ndarray, opts: Options, notes: list[str
     # one's at 1.5 times (benchmarks/results/read_memory.md)
     check_memory(8 * n_features * n_features + table.nbytes + 8 * table.size + _REDUCTION_BUFFERS,
                  what=f"{src.display}: {n_features:,} x {n_features:,} covariance (with its table and np.cov's "
-                      "float64 copy of it)", limit=opts.max_memory)
+                      "float64 copy of it)", limit=opts.max_memory_bytes)
     # np.cov computes in float64 from its own copy of the table: an astype(float64) first was one more copy
     C = np.atleast_2d(np.cov(table, rowvar=False, ddof=1))
     notes = notes + [f"sample covariance of {counted(n_samples, 'sample')} x {counted(n_features, 'feature')}"]

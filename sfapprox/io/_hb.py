@@ -135,7 +135,7 @@ def read_hb(src: Source, opts: Options) -> ReadResult:
     check_memory(
         2 * 16 * nnz * (2 if mxtype[1] in "SZ" else 1) + 8 * nrow,
         what=f"{src.display}: sparse {nrow:,} x {ncol:,} matrix with {counted(nnz, 'stored entry', 'stored entries')}",
-        limit=opts.max_memory,
+        limit=opts.max_memory_bytes,
     )
     symmetric = mxtype[1] in "SZ"
     if symmetric:

@@ -77,7 +77,7 @@ def _shape_square(src: Source, arr: np.ndarray, opts: Options, notes: list[str],
         notes.append(f"resized {w}x{h} (width x height) -> {side}x{side} (LANCZOS; aspect ratio changed)")
     if opts.resize is not None and arr.shape != (opts.resize, opts.resize):
         h, w = arr.shape
-        check_memory(8 * opts.resize**2, what=f"{src.display}: resized image", limit=opts.max_memory)
+        check_memory(8 * opts.resize**2, what=f"{src.display}: resized image", limit=opts.max_memory_bytes)
         arr = _resample(arr, (opts.resize, opts.resize))
         notes.append(f"resized {w}x{h} -> {opts.resize}x{opts.resize} (LANCZOS)")
         reading["resize"] = opts.resize
@@ -93,7 +93,7 @@ def read_image(src: Source, opts: Options) -> ReadResult:
             with Image.open(src.file_arg(), formats=PILLOW_FORMATS) as img:
                 w, h = img.size
                 # Header size first: refuse before decoding the pixels.
-                check_memory(2 * 8 * w * h, what=f"{src.display}: image of {w:,} x {h:,} pixels (width x height)", limit=opts.max_memory)
+                check_memory(2 * 8 * w * h, what=f"{src.display}: image of {w:,} x {h:,} pixels (width x height)", limit=opts.max_memory_bytes)
                 if getattr(img, "n_frames", 1) > 1:
                     notes.append(f"image has {img.n_frames} frames; loaded the first")
                 img.load()

@@ -112,7 +112,7 @@ def _read_v5(src: Source, opts: Options) -> ReadResult:
     if info.cls == "sparse" and len(info.shape) == 2:
         check_order(max(info.shape), src, f"sparse variable {top}", sparse=True)
     elif info.cls not in ("struct", "cell") and len(info.shape) == 2:
-        check_memory(8 * int(np.prod(info.shape)), what=f"{src.display}: variable {top}", limit=opts.max_memory)
+        check_memory(8 * int(np.prod(info.shape)), what=f"{src.display}: variable {top}", limit=opts.max_memory_bytes)
     if top not in structs:
         _check_v5_sizes(src, variables, [top], opts)
     try:
@@ -333,7 +333,7 @@ def _check_v5_sizes(src: Source, variables: list[_Var], names: list[str], opts: 
     with src.guard():
         fh = io.BytesIO(src.read_bytes()) if src.compressed else open(src.path, "rb")
         with fh:
-            sizes = _v5_sizes(fh, set(names), memory_limit(opts.max_memory))
+            sizes = _v5_sizes(fh, set(names), memory_limit(opts.max_memory_bytes))
     classes = {v.name: v.cls for v in variables}
     for name in names:
         if name not in sizes:
@@ -344,7 +344,7 @@ def _check_v5_sizes(src: Source, variables: list[_Var], names: list[str], opts: 
             about.append(f"{format_bytes(stored)} zlib-compressed in the file")
         if classes.get(name) in ("struct", "cell"):
             about.append("read whole, every field")
-        check_memory(need, what=f"{src.display}: variable {name} ({', '.join(about)})", limit=opts.max_memory)
+        check_memory(need, what=f"{src.display}: variable {name} ({', '.join(about)})", limit=opts.max_memory_bytes)
 
 
 # ---------------------------------------------------------------------------
@@ -398,8 +398,8 @@ def _h5_read(src: Source, obj, name: str, opts: Options):
         # Index validity is checked by check_square_matrix before scipy converts anything.
         check_order(max(nrows, obj["jc"].shape[0] - 1), src, f"sparse variable {name}", sparse=True)
         stored = sum(int(np.prod(obj[k].shape)) for k in ("jc", "ir", "data") if k in obj)
-        check_memory(2 * 8 * stored, what=f"{src.display}: sparse variable {name}", limit=opts.max_memory)
-        parts = {k: read_dataset(obj[k], src.display, max_memory=opts.max_memory, name=f"{name}.{k}", copies=2)
+        check_memory(2 * 8 * stored, what=f"{src.display}: sparse variable {name}", limit=opts.max_memory_bytes)
+        parts = {k: read_dataset(obj[k], src.display, max_memory=opts.max_memory_bytes, name=f"{name}.{k}", copies=2)
                  for k in ("jc", "ir", "data") if k in obj}
         jc = np.asarray(parts["jc"]).astype(np.int64)
         ir = np.asarray(parts["ir"]).astype(np.int64) if "ir" in parts else np.zeros(0, np.int64)
@@ -417,7 +417,7 @@ def _h5_read(src: Source, obj, name: str, opts: Options):
         raise src.fail(f"variable {name!r} is of MATLAB class {var.cls!r}, not numeric")
     if len(var.shape) == 2 and var.shape[0] == var.shape[1]:
         check_order(var.shape[0], src, f"variable {name}")
-    data = read_dataset(obj, src.display, max_memory=opts.max_memory, name=f"variable {name}")
+    data = read_dataset(obj, src.display, max_memory=opts.max_memory_bytes, name=f"variable {name}")
     if data.dtype.names:
         raise src.fail(f"variable {name!r}: complex matrices are not supported")
     return np.asarray(data).T

@@ -261,11 +261,11 @@ def _check_sizes(src: Source, h: _Header, opts: Options) -> None:
         raise src.fail(f"matrix is not square ({h.rows:,} x {h.cols:,})", "only square matrices can be approximated")
     check_order(h.rows, src, sparse=h.fmt != "array")
     if h.fmt == "array":
-        check_memory(_parse_bytes(h), what=f"{src.display}: dense {h.rows:,} x {h.cols:,} array", limit=opts.max_memory)
+        check_memory(_parse_bytes(h), what=f"{src.display}: dense {h.rows:,} x {h.cols:,} array", limit=opts.max_memory_bytes)
     else:
         check_memory(_parse_bytes(h),
                      what=f"{src.display}: sparse {h.rows:,} x {h.cols:,} matrix with {counted(h.entries, 'stored entry', 'stored entries')}",
-                     limit=opts.max_memory)
+                     limit=opts.max_memory_bytes)
 
 
 def _parse_bytes(h: _Header) -> int:

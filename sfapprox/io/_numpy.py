@@ -39,7 +39,7 @@ def _check_array(src: Source, header, what: str, opts: Options, more: int = 0) -
         raise src.fail(f"{what} {PICKLE_REFUSAL}")
     beside = f" (beside the {format_bytes(src.held)} decompressed)" if src.held else ""
     check_memory(header.count * max(header.dtype.itemsize, 8) + src.held + _NPY_READ + more,
-                 what=f"{src.display}: {what} of shape {shape_text(header.shape)}{beside}", limit=opts.max_memory)
+                 what=f"{src.display}: {what} of shape {shape_text(header.shape)}{beside}", limit=opts.max_memory_bytes)
 
 
 def _load_npy(src: Source, fh, what: str, opts: Options) -> np.ndarray:
@@ -159,7 +159,7 @@ def _read_sparse_npz(src: Source, zf: zipfile.ZipFile, file, members, opts: Opti
         raise src.fail(f"scipy.sparse file with an invalid 'shape' array {shape.tolist()[:4]}")
     check_order(int(max(shape)), src, sparse=True)
     stored = sum(int(np.prod(s)) * max(d.itemsize, 8) for s, d in members.values())
-    check_memory(2 * stored, what=f"{src.display}: sparse arrays", limit=opts.max_memory)
+    check_memory(2 * stored, what=f"{src.display}: sparse arrays", limit=opts.max_memory_bytes)
     with src.guard():
         with zf.open("format.npy") as fh:
             fmt = np.load(io.BytesIO(fh.read()), allow_pickle=False).item()

@@ -714,7 +714,7 @@ class _Parser:
         rows, cols = (net.n, net.n) if net.n1 is None else (net.n1, net.n - net.n1)
         self.matrix_bytes += 8 * rows * cols
         check_memory(self._estimate(), what=f"{self.src.display}: *Matrix {rows:,} x {cols:,} (with the file's text)",
-                     limit=self.opts.max_memory)
+                     limit=self.opts.max_memory_bytes)
         for block in net.matrices:
             if block.relation == self.relation:
                 which = "without a relation number" if self.relation is None else f"for relation {self.relation}"
@@ -1083,7 +1083,7 @@ def read_pajek(src: Source, opts: Options) -> ReadResult:
     # what picked the matrix, as read: network 1 and a relation or two_mode given as the file's default
     # are the matrix read without them
     reading = {"network": which, "relation": _relation_read(net, opts.relation)}
-    matrix = _two_mode(src, net, opts.two_mode, notes, opts.max_memory, reading, _read_bytes_held(src, networks))
+    matrix = _two_mode(src, net, opts.two_mode, notes, opts.max_memory_bytes, reading, _read_bytes_held(src, networks))
     return ReadResult(matrix, "pajek", notes, reading=reading)
 
 

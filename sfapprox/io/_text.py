@@ -273,7 +273,7 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
     # (alone, the table's 8 bytes a cell let a 0/1 CSV peak at twice its check: text_memory)
     held = split_cost(src.read_bytes(), len(lines), text_width(text))
     check_memory(held + _TABLE_CELL_BYTES * width * len(lines),
-                 what=f"{src.display}: dense {len(lines)} x {width} table", limit=opts.max_memory)
+                 what=f"{src.display}: dense {len(lines)} x {width} table", limit=opts.max_memory_bytes)
     notes = _marks_notes(opts)
     if (delimiter is not None and opts.delimiter is None
             and strip_compression(src.path.name.lower()).endswith(_BLANK_SEPARATED)):
@@ -302,7 +302,7 @@ def read_table(src: Source, opts: Options) -> tuple[np.ndarray, list[str]]:
     if table is None or not table.size:
         # Slow path: Python strings cost ~10x the float64 table.
         check_memory(held + _SLOW_CELL_BYTES * width * len(lines),
-                     what=f"{src.display}: parsing a {len(lines)} x {width} table", limit=opts.max_memory)
+                     what=f"{src.display}: parsing a {len(lines)} x {width} table", limit=opts.max_memory_bytes)
         decimal = opts.decimal or ("," if delimiter == ";" else ".")
         table, notes = _slow_table(src, text, delimiter, has_header, notes, decimal, given=opts.decimal is not None,
                                    marks=opts)
@@ -752,7 +752,7 @@ def read_ijv(src: Source, opts: Options) -> ReadResult:
     banner = _matrix_market_banner(src, opts, text)
     if banner is not None:
         return banner
-    check_memory(8 * len(text), what=f"{src.display}: triplets", limit=opts.max_memory)
+    check_memory(8 * len(text), what=f"{src.display}: triplets", limit=opts.max_memory_bytes)
     i, j, v, notes = _parse_triplets(src, text, opts)
     zero_based = min(i.min(), j.min()) == 0
     if zero_based:

@@ -37,7 +37,7 @@ import struct
 import threading
 import warnings
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -329,7 +329,7 @@ def read_safetensors(src: Source, opts: Options) -> ReadResult:
     if why:
         raise src.fail(f"tensor {name!r} {why} (it reads {', '.join(_READ)})",
                        "a real numeric matrix is needed")
-    check_memory(8 * shape[0] * shape[1], what=f"{src.display}: tensor {name!r}", limit=opts.max_memory)
+    check_memory(8 * shape[0] * shape[1], what=f"{src.display}: tensor {name!r}", limit=opts.max_memory_bytes)
     begin, end = info["offsets"]
     with src.guard(), open(src.path, "rb") as fh:
         fh.seek(start + begin)
@@ -463,7 +463,7 @@ def _named(names: list[str]) -> str:
     return f"classes or code: {_listed(names)}" if names else "classes or code"
 
 
-def _torch_load(src: Source, mapped: bool, unbuilt: list[str] = (), made: list | None = None) -> Any:
+def _torch_load(src: Source, mapped: bool, unbuilt: Sequence[str] = (), made: list | None = None) -> Any:
     """``torch.load(weights_only=True)`` of the file, the globals ``unbuilt`` taken as placeholders (the plain
     dicts read for a defaultdict appended to ``made``)."""
     import torch  # here: only .pt files need it
@@ -583,7 +583,7 @@ class _Walk:
     tensor is its tensors, as a list of them is (``name.0``, ``name.1``): it has no one shape to list.
     """
 
-    def __init__(self, marked: list = ()):
+    def __init__(self, marked: Iterable[Any] = ()) -> None:
         self.marked = {id(c) for c in marked}  # all alive in the state: their ids are theirs while it is
         self.found: list[str] = []
         self.above: dict[int, str] = {}  # the containers the one walked is inside, by their names
@@ -686,7 +686,7 @@ def read_torch(src: Source, opts: Options) -> ReadResult:
     """Reader for format "torch": one square tensor of a state dict or a training checkpoint, loaded with
     ``weights_only=True`` (:func:`_torch_state`)."""
     with src.guard():
-        tensors, unbuilt, plain = _torch_state(src, opts.max_memory)
+        tensors, unbuilt, plain = _torch_state(src, opts.max_memory_bytes)
     square = [k for k, t in tensors.items() if is_square(t.shape) and not _torch_unread(t)]
     tied = tied_tensors({k: tensors[k] for k in square}) if opts.var in (None, "*") and len(square) > 1 else {}
     name = _choose(src, {k: list(t.shape) for k, t in tensors.items()}, opts.var, square, tied)
@@ -696,7 +696,7 @@ def read_torch(src: Source, opts: Options) -> ReadResult:
     why = _torch_unread(tensor)
     if why:
         raise src.fail(f"tensor {name!r} {why[0]}", why[1])
-    check_memory(8 * tensor.numel(), what=f"{src.display}: tensor {name!r}", limit=opts.max_memory)
+    check_memory(8 * tensor.numel(), what=f"{src.display}: tensor {name!r}", limit=opts.max_memory_bytes)
     import torch
 
     if tensor.layout != torch.strided:  # a sparse (COO, CSR, ...) weight: its dense values, as any other

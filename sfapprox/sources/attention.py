@@ -121,9 +121,10 @@ class AttentionMatrix(MatrixSource):
 
     def __init__(self, q: ArrayLike, k: ArrayLike, scale: float | None = None, *, name: str = "attention",
                  max_memory: int | str | None = None) -> None:
-        max_memory = check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT}, "AttentionMatrix")["max_memory"]
-        q = _check(name, "q", q, max_memory)
-        k = _check(name, "k", k, max_memory, held=held_bytes(q))
+        # the limit in bytes, named apart from the parameter (which takes "4G" too): its readers take an int
+        limit: int | None = check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT}, "AttentionMatrix")["max_memory"]
+        q = _check(name, "q", q, limit)
+        k = _check(name, "k", k, limit, held=held_bytes(q))
         if q.shape != k.shape:
             raise InputError(f"{name}: q {shape_text(q.shape)} and k {shape_text(k.shape)} must have the same shape (N tokens x d)")
         if scale is None:
@@ -145,7 +146,7 @@ class AttentionMatrix(MatrixSource):
         self.column_copies = 1 + -(-q.shape[1] // self.n)
         # the pass below is sized by the limit: without it, its blocks were MAX_BLOCK columns of N-long
         # logits and exponentials whatever --max-memory said (1.2 GB at 12,000 tokens)
-        self.max_memory = max_memory
+        self.max_memory = limit
         self._row_max, self._row_sum = self._normalisers()
         self.notes.append(f"attention map softmax(Q Kᵀ x {self.scale:.4g}) of {self.n:,} tokens, d = {q.shape[1]}")
 

@@ -62,9 +62,10 @@ class CovarianceMatrix(MatrixSource):
     psd = True
 
     def __init__(self, table, *, name: str = "covariance", max_memory: int | str | None = None) -> None:
-        max_memory = check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT},
-                                  "CovarianceMatrix")["max_memory"]
-        arr = array_of(table, name, "the table", max_memory)
+        # the limit in bytes, named apart from the parameter (which takes "4G" too): its readers take an int
+        limit: int | None = check_values({"max_memory": max_memory}, {"max_memory": MEMORY_LIMIT},
+                                         "CovarianceMatrix")["max_memory"]
+        arr = array_of(table, name, "the table", limit)
         if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
             raise InputError(f"{name}: a covariance needs a real samples x features table, got {shape_phrase(arr.shape)} "
                              f"of {arr.dtype}")
@@ -73,12 +74,12 @@ class CovarianceMatrix(MatrixSource):
         bad = first_nonfinite(arr)  # (a whole table's mask was made whatever the memory limit said)
         if bad is not None:
             raise InputError(f"{name}: cell [{bad[0]}, {bad[1]}] is {arr[bad]}; a covariance needs complete data")
-        centred = float64_table(arr, name, "the table", max_memory, copy=True)  # (it was copied unchecked)
+        centred = float64_table(arr, name, "the table", limit, copy=True)  # (it was copied unchecked)
         centred -= centred.mean(axis=0)
         self.centred = centred
         self._denominator = float(arr.shape[0] - 1)
         super().__init__(arr.shape[1], name)
-        self.max_memory = max_memory
+        self.max_memory = limit
         self.notes.append(f"sample covariance of {arr.shape[0]:,} samples x {arr.shape[1]:,} features, "
                           "computed by columns from the table (never formed)")
 

@@ -125,12 +125,13 @@ def median_bandwidth(points: np.ndarray, *, seed: int = DEFAULT_SEED, sample: in
     >>> median_bandwidth(np.array([[0.0], [1.0], [3.0]]))
     2.0
     """
-    max_memory = check_values({"seed": seed, "sample": sample, "max_memory": max_memory},
-                              {"seed": SEED, "sample": Interval(int, 2, None), "max_memory": MEMORY_LIMIT},
-                              "median_bandwidth")["max_memory"]  # (seed -1 was numpy's ValueError, None an unseeded sample)
-    raw = array_of(points, "median_bandwidth", "the points", max_memory)
+    # the limit in bytes, named apart from the parameter (which takes "4G" too): its readers take an int
+    limit: int | None = check_values({"seed": seed, "sample": sample, "max_memory": max_memory},
+                                     {"seed": SEED, "sample": Interval(int, 2, None), "max_memory": MEMORY_LIMIT},
+                                     "median_bandwidth")["max_memory"]  # (seed -1 was numpy's ValueError, None an unseeded sample)
+    raw = array_of(points, "median_bandwidth", "the points", limit)
     n = raw.shape[0]
-    _check_median_memory(raw, sample, max_memory)
+    _check_median_memory(raw, sample, limit)
     if n > sample:  # the sample's rows, then float64: not a float64 copy of all the points first
         raw = raw[np.random.default_rng(seed).choice(n, sample, replace=False)]
     pts = np.ascontiguousarray(raw, dtype=np.float64)
@@ -289,15 +290,16 @@ class KernelMatrix(MatrixSource):
         # None is the documented default: an unseeded sample gave another bandwidth at each call above
         # MEDIAN_SAMPLE points (and another matrix for the same points).
         seed = DEFAULT_SEED if seed is None else seed
-        max_memory = check_values({"seed": seed, "max_memory": max_memory}, {"seed": SEED, "max_memory": MEMORY_LIMIT},
-                                  "KernelMatrix")["max_memory"]
+        # the limit in bytes, named apart from the parameter (which takes "4G" too): its readers take an int
+        limit: int | None = check_values({"seed": seed, "max_memory": max_memory}, {"seed": SEED, "max_memory": MEMORY_LIMIT},
+                                         "KernelMatrix")["max_memory"]
         check_kernel(kernel)  # (["rbf"] was a raw "unhashable" TypeError)
-        pts = array_of(points, name, "the points", max_memory)
+        pts = array_of(points, name, "the points", limit)
         if pts.ndim != 2 or pts.shape[0] < 1 or pts.shape[1] < 1:
             raise InputError(f"{name}: the points must be a table of shape (N, d), got {shape_phrase(pts.shape)}")
         if not np.issubdtype(pts.dtype, np.number) or np.iscomplexobj(pts):
             raise InputError(f"{name}: the points must be real numbers, got {pts.dtype}")
-        pts = float64_table(pts, name, "the points", max_memory)  # (float32 points were copied unchecked)
+        pts = float64_table(pts, name, "the points", limit)  # (float32 points were copied unchecked)
         bad = first_nonfinite(pts)  # (a mask of every point's coordinates was made whatever the memory limit said)
         if bad is not None:
             i, j = bad
@@ -314,13 +316,13 @@ class KernelMatrix(MatrixSource):
         if not KERNELS[kernel]:
             self.bandwidth_, self.bandwidth_rule_ = None, "none"
         elif bandwidth is None:
-            self.bandwidth_ = median_bandwidth(pts, seed=seed, max_memory=max_memory)
+            self.bandwidth_ = median_bandwidth(pts, seed=seed, max_memory=limit)
             self.bandwidth_rule_ = "median heuristic"
         else:
             self.bandwidth_, self.bandwidth_rule_ = float(bandwidth), "given"
-            _check_computable(kernel, self.bandwidth_, pts, seed, max_memory)
+            _check_computable(kernel, self.bandwidth_, pts, seed, limit)
         super().__init__(pts.shape[0], name)
-        self.max_memory = max_memory
+        self.max_memory = limit
         self.nonnegative = True if KERNELS[kernel] else bool((pts >= 0).all())
         how = "" if self.bandwidth_ is None else f"; bandwidth {self.bandwidth_:.4g} ({self.bandwidth_rule_})"
         self.notes.append(f"{kernel} kernel matrix of {pts.shape[0]:,} point{'s' if pts.shape[0] != 1 else ''} x {pts.shape[1]} "
