@@ -89,6 +89,9 @@ class Approximation:
     params_: dict[str, Any]
     seconds_: float
     stop_reason_: str
+    # The matrix's name, set by a comparison or fit_matrix before ``fit`` for what the fit says ("fitting SF to
+    # X"); read through ``__dict__`` with a default, so an estimator fitted alone goes without it.
+    _matrix_name: str
 
     @property
     def _max_memory_bytes(self) -> int | None:

@@ -130,7 +130,9 @@ class _Required:
         return "<required>"
 
 
-REQUIRED = _Required()
+# Any: the default of parameters of every type (a checker read ``budgets: str | ... = REQUIRED`` as a wrong
+# default); a caller never passes it, and the signature still shows the parameter as one to give
+REQUIRED: Any = _Required()
 
 
 def take_old_keywords(caller: str, matrix: Any, changes: dict[str, Any], given: Mapping[str, tuple[Any, Any]], *,

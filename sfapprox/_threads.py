@@ -288,7 +288,7 @@ class CpuMonitor:
 
     def __init__(self) -> None:
         try:
-            self._cpus = {f"cpu{i}" for i in os.sched_getaffinity(0)}
+            self._cpus: set[str] | None = {f"cpu{i}" for i in os.sched_getaffinity(0)}
         except (AttributeError, OSError):
             self._cpus = None
         self._ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -464,7 +465,7 @@ def set_aside(path: str | os.PathLike, numbers: list[int]) -> Path:
     return aside
 
 
-def repair_results(path: str | os.PathLike, drop: set[tuple[str, str]] = frozenset(),
+def repair_results(path: str | os.PathLike, drop: AbstractSet[tuple[str, str]] = frozenset(),
                    fields: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """Make the results file hold only complete, valid lines not in ``drop``, each matrix's lines with
     ``fields``' values.

@@ -522,6 +522,11 @@ class ChordSF(Approximation):
     fro_error_: float | None
     rel_error_: float | None
     threads_: int | None
+    # fit_matrix's hand-over to fit (annotations alone: each read through ``__dict__``, absent on a plain fit)
+    _checkpoint_start: FileStamp | bool
+    _checkpoint_source: dict[str, Any]
+    _budget: str | int | float | None
+    _init_note: str | None
 
     #: How a comparison chose this structure when it took fewer factors than its budget allows
     #: (:func:`sfapprox.sf.methods.sf_estimator` sets it; merged into ``params_``): None otherwise.
@@ -844,7 +849,7 @@ class ChordSF(Approximation):
         memory (``held`` bytes), are over the memory limit.  Wider blocks are taken only where they
         fit (:func:`~._columns.column_width`), so this is the fit's one memory refusal."""
         full = memory_limit(self._max_memory_bytes)
-        checked = dict(limit=full, held=held if full is not None else 0,  # the user's limit, in the message
+        checked: dict[str, Any] = dict(limit=full, held=held if full is not None else 0,  # the user's limit, in the message
                        what=f"fitting SF to {name} ({n:,} x {n:,}) from its column blocks")
         need = self._least_columns_need(n)
         try:
