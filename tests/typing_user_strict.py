@@ -4,7 +4,7 @@ Data for tests/test_typing.py: ``mypy --strict`` checks it (it is never run).  A
 code with ``--strict`` sees an error wherever sfapprox's hints are missing (a call to an unannotated
 function, an ``Any`` returned where they declared a type) or wrong, so every error here is one in
 sfapprox's hints, not in this script.  Each function covers one part of the API: loading and comparing,
-the results' fields, fitting and saving, applying and exporting a fit, sources never formed, sweeps.
+the results' fields, fitting and saving, applying and exporting a fit, sources never formed, sweeps, batches.
 """
 
 from __future__ import annotations
@@ -181,3 +181,17 @@ def transposed(path: Path) -> int:
     back: np.ndarray = saved.aslinearoperator().rmatvec(x)
     assert t.shape and layer is not None and back.shape
     return saved.operator.T.n_stored + saved.H.n_stored
+
+
+def batch(out: Path) -> dict[str, Any]:
+    from sfapprox.datasets import BatchOptions, build_report, load_manifest, read_results, run_batch
+
+    manifest = load_manifest("synthetic")
+    names: list[str] = [entry.name for entry in manifest.entries]
+    options = BatchOptions(methods=("sf", "tsvd"), settings=sfapprox.FitSettings(time_limit=5, max_memory="1G"))
+    summary = run_batch("synthetic", out, options, only=names[:2], jobs=1)
+    report = build_report(read_results(out / "results.jsonl").records)
+    frame = report.to_frame()
+    wins = report.total_wins()
+    assert summary.written >= 0 and frame is not None and wins is not None
+    return report.to_dict()
