@@ -69,7 +69,7 @@ def _choose(src: Source, variables: list[_Var], var: str | None) -> tuple[str, s
                 f"pick one with {parameter('var', shown=repr(f'{top}.<field>'))}",
             )
         return top, (fld or None)
-    candidates = [(v.name, None) for v in variables if v.square_numeric]
+    candidates: list[tuple[str, str | None]] = [(v.name, None) for v in variables if v.square_numeric]
     problem = by_name.get("Problem")
     if problem is not None and problem.cls == "struct" and "A" in problem.fields:
         candidates.append(("Problem", "A"))

@@ -430,7 +430,8 @@ def _slow_table(src: Source, text: str, delimiter: str | None, has_header: bool,
                 "every row of a dense table needs the same number of values",
             )
     rows = read_written_numbers(rows, numbers, src, notes, decimal_comma=decimal == ",", given=given)
-    return as_float_table(rows, numbers, src, delimiter=marks and marks.delimiter, decimal=marks and marks.decimal), notes
+    return as_float_table(rows, numbers, src, delimiter=None if marks is None else marks.delimiter,
+                          decimal=None if marks is None else marks.decimal), notes
 
 
 #: ``0,25``: a number written with a decimal comma (an exponent after it allowed).

@@ -178,6 +178,9 @@ class ChordLinear(_Layer):
     96
     """
 
+    # its buffer, typed for type checkers (nn.Module's __getattr__ is typed Tensor | Module)
+    columns: torch.Tensor
+
     def __init__(self, values, offsets=None, *, support: str = "chord", dtype=None, device=None):
         super().__init__()
 
@@ -287,6 +290,10 @@ class HybridLinear(_Layer):
     >>> layer(torch.tensor([1.0, 2.0, 0.0, 0.0])).tolist()
     [7.0, 3.0, 3.0, 3.0]
     """
+
+    # its position buffers, typed for type checkers (nn.Module's __getattr__ is typed Tensor | Module)
+    rows: torch.Tensor
+    cols: torch.Tensor
 
     def __init__(self, n: int, *, chord: ChordLinear | None = None, U, s, Vt, rows, cols, vals,
                  count_indices: bool = False, singular_values: bool = True, dtype=None, device=None):
@@ -403,6 +410,10 @@ class SparseLinear(_Layer):
     >>> layer(torch.tensor([1.0, 1.0, 0.0], dtype=torch.float64)).tolist()
     [2.0, 0.0, 5.0]
     """
+
+    # its position buffers, typed for type checkers (nn.Module's __getattr__ is typed Tensor | Module)
+    rows: torch.Tensor
+    cols: torch.Tensor
 
     def __init__(self, n: int, *, rows, cols, vals, dtype=None, device=None):
         super().__init__()
