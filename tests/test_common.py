@@ -85,12 +85,19 @@ def test_operator_matches_the_dense_surrogate(fitted, name):
     assert np.allclose(est.operator_.rmatvec(x), D.T @ x)
 
 
+def _quick(est, iterations: int = 3):
+    """``est`` held to a few iterations where it takes a limit of its own (SF, RPCA's GoDec and PCP, NMF,
+    Monarch+LR): what these tests check shows in the first ones, and the defaults ran to the 5 s time limit
+    (RPCA from 400 columns, twice a test) or 4 x 1,000 HALS steps (NMF: 2-8 s at N = 16)."""
+    return est.set_params(max_iter=iterations) if "max_iter" in est.get_params() else est
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_check_input_false_gives_the_same_fit(X, name):
     spec = methods()[name]
     quick = RunContext(FitSettings(max_iter=5, time_limit=None, device="cpu"))
-    a = spec.make(N, sf_count(N), quick).fit(X)
-    b = spec.make(N, sf_count(N), quick).fit(X, check_input=False)
+    a = _quick(spec.make(N, sf_count(N), quick), 5).fit(X)
+    b = _quick(spec.make(N, sf_count(N), quick), 5).fit(X, check_input=False)
     assert np.allclose(a.to_dense(), b.to_dense())
 
 
@@ -254,14 +261,6 @@ def test_a_fit_from_columns_over_its_limit_is_refused_before_reading_a_column(na
     assert K.reads == [] and K.max_memory == limit
 
 
-def _quick(est):
-    """``est`` with RPCA's GoDec held to 3 iterations: each reads every column as the first one does (its
-    default 200, 32 to settle here, took 12 s of a test about the passes' widths)."""
-    from sfapprox.baselines.rpca import RobustPCA
-
-    return est.set_params(max_iter=3) if isinstance(est, RobustPCA) else est
-
-
 @pytest.mark.parametrize("name", ["rsvd", "sparse", "rpca"])
 def test_a_fit_from_columns_sizes_its_passes_by_its_own_limit(name):
     from sfapprox._base import get_method
@@ -302,13 +301,13 @@ def test_alone_a_matrix_in_memory_over_its_own_limit_is_read_by_columns_or_refus
     est = _column_fit(name, N, sf_count(N), 1 << 16)
     assert est.max_memory == 1 << 16  # the settings' limit reaches it
     if "columns" in spec.access:
-        fitted = est.fit(X)
+        fitted = _quick(est).fit(X)
         assert fitted.params_["from"] == "columns" and fitted.n_stored_ <= sf_count(N)
     else:
         with pytest.raises(ResourceError, match=rf"^{name}: its fit of a {N} x {N} matrix needs about .* over the "
                                                 "memory limit"):
             est.fit(X)
-    assert _column_fit(name, N, sf_count(N), 1 << 40).fit(X).n_stored_ <= sf_count(N)
+    assert _quick(_column_fit(name, N, sf_count(N), 1 << 40)).fit(X).n_stored_ <= sf_count(N)
 
 
 def test_a_fit_with_its_own_limit_never_changes_the_source_given():
