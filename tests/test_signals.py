@@ -173,6 +173,7 @@ def fitting_kernels_cache(tmp_path_factory) -> Path:
 
 
 def _apply_kernels(folder: str, names: list[str]) -> list[str]:
+    """The apply kernels' cache files among ``names`` (``shutil.copytree``'s ``ignore``: left out of a copy)."""
     return [name for name in names if name.startswith("_chord_apply_numba")]
 
 
