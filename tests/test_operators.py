@@ -1,5 +1,6 @@
 import re
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -761,14 +762,16 @@ def test_a_0d_operand_is_refused_naming_the_shape_by_every_kind():
             with pytest.raises(ParameterError, match=rf"is {n} x {n}: it applies to .* of {n} rows, got a scalar"):
                 product(np.ones(()))
     # a Python scalar: scipy's own rule (a ValueError, "use '*' instead"), now naming the operator and the product
-    with pytest.raises(ValueError, match=r"op @ x takes a vector .* got 2.0 \(float\); a scalar, which scales by \*: op \* 2$"):
+    with pytest.raises(ValueError, match=r"op @ x takes a vector .* got 2.0 \(float\); a scalar, which scales by \*: op \* 2.0$"):
         op @ 2.0
 
 
 @pytest.mark.parametrize("operand, said", [(None, r"None \(NoneType\)$"), ("abc", r"'abc' \(str\)$"),
                                            (3, r"3 \(int\); a scalar, which scales by \*: op \* 3$"),
                                            (np.float64(2), r"np.float64\(2.0\) \(float64\); a scalar, which scales by \*: "
-                                                           r"op \* 2$")])
+                                                           r"op \* 2.0$"),
+                                           (np.complex64(1 + 2j), r"np.complex64\(1\+2j\) \(complex64\); a scalar, which scales by \*: op \* \(1\+2j\)$"),
+                                           (Fraction(1, 3), r"Fraction\(1, 3\) \(Fraction\); a scalar, which scales by \*: op \* Fraction\(1, 3\)$")])
 def test_an_operand_of_at_that_is_no_array_is_one_error_naming_the_operator(operand, said):
     """``op @ None`` and ``op @ "abc"`` got scipy's raw ValueError ("expected 1-d or 2-d array or matrix, got
     array(None, dtype=object)", "Scalar operands are not allowed"), naming neither the operator nor the operand."""

@@ -403,8 +403,10 @@ class SurrogateOperator(LinearOperator):
         if isinstance(x, np.ndarray):  # a 0-d array, by its shape ("got a scalar"), as _fast's check says it
             self._check_operand(x, "a vector or a matrix", 2)
         number = isinstance(x, numbers.Number) and not isinstance(x, bool)
-        scale = f"; a scalar, which scales by *: op * {x:g}" if number and not isinstance(x, complex) else \
-            f"; a scalar, which scales by *: op * {x!r}" if number else ""  # (scipy's "Scalar operands" said so)
+        # (scipy's "Scalar operands" said so); a numpy number as Python writes its value ("np.float64(2.0)" read
+        # badly), exactly: a Fraction or a complex keeps its own repr
+        value = x.item() if isinstance(x, np.generic) else x
+        scale = f"; a scalar, which scales by *: op * {value!r}" if number else ""
         side = "row" if product == "op @ x" else "column"  # x @ op: x's columns meet the operator's rows
         raise ParameterError(f"{self._named} is {self.shape[0]:,} x {self.shape[0]:,}: {product} takes a vector or a "
                              f"matrix of {counted(self.shape[0], side)}, or an operator, got {x!r:.40} "
