@@ -1165,7 +1165,7 @@ def numbers_array(a: np.ndarray) -> np.ndarray | None:
     complex_ = any(issubclass(t, numbers.Complex) and not issubclass(t, numbers.Real) for t in types)
     try:
         return a.astype(np.complex128 if complex_ else np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a Python int beyond float64 (10**400)
         return None
 
 
@@ -1203,8 +1203,8 @@ def object_numbers(arr: np.ndarray, source: str, what: str, max_memory: int | No
         at, bad = _first_non_number_at(arr)
         advice = "a missing value: fill or drop it first (pandas: df.fillna(0))" \
             if bad.startswith(("None ", "<NA> ", "NaT ")) else "convert it to a numeric array first"
-        where = f" (the first at {at})" if at else ""
-        raise InputError(f"{source}: an entry of {what} is {bad}, not a number (object dtype){where}; {advice}")
+        entry = f"entry {at}" if at else "an entry"
+        raise InputError(f"{source}: {entry} of {what} is {bad}, not a number (object dtype); {advice}")
     return read
 
 

@@ -564,9 +564,9 @@ ZOO_REFUSED = {
     "complex_torch": (lambda: _torch().tensor(_ZOO_BASE + 1j), r"complex matrices are not supported"),
     "strings": (lambda: _ZOO_BASE.astype(str), r"non-numeric dtype"),
     "objects": (lambda: np.where(_ZOO_BASE > 1, None, _ZOO_BASE.astype(object)),
-                r"an entry of the matrix is None \(NoneType\), not a number \(object dtype\) \(the first at \[\d+, \d+\]\); "
+                r"entry \[\d+, \d+\] of the matrix is None \(NoneType\), not a number \(object dtype\); "
                 r"a missing value: fill or drop it first"),
-    "object_strings": (lambda: _ZOO_BASE.astype(str).astype(object), r"an entry of the matrix is '-?\d.*' \(str\)"),
+    "object_strings": (lambda: _ZOO_BASE.astype(str).astype(object), r"entry \[0, 0\] of the matrix is '-?\d.*' \(str\)"),
     "scalar": (lambda: np.float64(3.0), r"matrix must be 2-D, got a 0-D array"),
     "vector": (lambda: np.ones(36), r"reshape it \(X.reshape\(6, 6\)\)"),
     "three_d": (lambda: np.ones((2, 6, 6)), r"matrix must be 2-D, got a 3-D array"),

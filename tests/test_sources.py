@@ -89,7 +89,7 @@ def test_median_heuristic_is_recorded():
     (np.zeros((3, 2)), {"seed": 1.5}, ParameterError, r"'seed' parameter of KernelMatrix must be an int in the range"),
     (np.zeros((3, 2)), {"seed": "0"}, ParameterError, r"'seed' parameter of KernelMatrix must be an int in the range"),
     (np.array([[0.0, None]], dtype=object), {}, InputError,
-     r"an entry of the points is None \(NoneType\), not a number \(object dtype\) \(the first at \[\d+, \d+\]\); a missing value"),
+     r"entry \[\d+, \d+\] of the points is None \(NoneType\), not a number \(object dtype\); a missing value"),
 ])
 def test_bad_kernel_input_is_one_line(points, kwargs, error, match):
     with pytest.raises(error, match=match) as info:

@@ -81,10 +81,13 @@ class TestDense:
         np.testing.assert_array_equal(got, [[1, 2.5], [3, 4]])
 
     def test_object_array_names_what_is_no_number(self):
-        with pytest.raises(InputError, match=r"X: an entry of the matrix is 'a' \(str\), not a number \(object dtype\) "
-                                             r"\(the first at \[0, 1\]\); convert it to a numeric array first$") as info:
+        with pytest.raises(InputError, match=r"X: entry \[0, 1\] of the matrix is 'a' \(str\), not a number \(object dtype\); "
+                                             r"convert it to a numeric array first$") as info:
             check_square_matrix(np.array([[1, "a"], [2, 3]], dtype=object), source="X")
         _one_line_error(info, source="X")
+        # a Python int beyond float64: numpy's raw OverflowError ("int too large to convert to float") before
+        with pytest.raises(InputError, match=r"X: an entry of the matrix is numbers that cannot be read as float64"):
+            check_square_matrix(np.array([[1, 10**400], [2, 3]], dtype=object), source="X")
 
     def test_object_array_of_complex_numbers_is_refused_as_complex(self):
         with pytest.raises(InputError, match="complex matrices are not supported"):
@@ -94,7 +97,7 @@ class TestDense:
         pd = pytest.importorskip("pandas")
         frame = pd.DataFrame([[1.0, 2.0], [3.0, 4.0]]).astype("Float64")
         np.testing.assert_array_equal(check_square_matrix(frame), [[1, 2], [3, 4]])
-        with pytest.raises(InputError, match=r"<NA> \(NAType\), not a number \(object dtype\) \(the first at \[0, 0\]\); a missing value"):
+        with pytest.raises(InputError, match=r"entry \[0, 0\] of the matrix is <NA> \(NAType\), not a number \(object dtype\); a missing value"):
             check_square_matrix(frame.mask(np.eye(2, dtype=bool)))
 
     def test_object_array_copy_is_checked_against_the_memory_limit(self):
