@@ -959,3 +959,24 @@ def test_a_report_of_a_path_to_nothing_is_one_input_error_not_a_report_of_nothin
         build_report(tmp_path)
     (tmp_path / "results.jsonl").write_text("")  # a batch's folder before its first pair: a report of nothing
     assert build_report(tmp_path).tables_by_category == []
+
+
+def test_a_report_of_a_folder_a_batch_plans_in_is_a_report_of_nothing_so_far(tmp_path):
+    """run_batch writes results.jsonl once it has planned (sources hashed): a script polling build_report(out_dir)
+    meanwhile got a report of nothing, as the CLI's report does while a batch holds the folder."""
+    import socket
+    import subprocess
+    import sys
+
+    from sfapprox import InputError
+    from sfapprox.datasets.folder_lock import HOLDER_FILE
+
+    with pytest.raises(InputError, match="no results.jsonl"):
+        build_report(tmp_path)
+    batch = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a process of this host that runs: the holder's batch
+    try:
+        (tmp_path / HOLDER_FILE).write_text(json.dumps({"pid": batch.pid, "host": socket.gethostname()}))
+        assert build_report(tmp_path).tables_by_category == []
+    finally:
+        batch.kill()
+        batch.wait()

@@ -544,6 +544,10 @@ def _results_path(path: str | os.PathLike) -> str | os.PathLike:
     if not where.exists():
         raise InputError(f"{where}: no such file or folder; give a batch's results file or its output folder")
     if where.is_dir() and where.name != RESULTS_FILE and not (where / RESULTS_FILE).exists():
+        from .folder_lock import running_holder
+
+        if running_holder(where):  # a batch planning there writes its file soon: a report of nothing so far
+            return path
         raise InputError(f"{where}: no {RESULTS_FILE}; run_batch (or sfapprox batch --out-dir) writes it there")
     return path
 
@@ -571,9 +575,10 @@ def build_report(records: list[dict[str, Any]] | ResultsFile | str | os.PathLike
     ParameterError
         If ``records`` is none of these (None, a dict, a list holding something other than records).
     InputError
-        If ``records`` is a path to nothing, or to a folder without a results file: a typo would
-        otherwise be a report of nothing (:func:`read_results` reads a missing file as empty, as a
-        batch resuming there needs).
+        If ``records`` is a path to nothing, or to a folder without a results file that no batch is
+        using now: a typo would otherwise be a report of nothing (:func:`read_results` reads a missing
+        file as empty, as a batch resuming there needs).  A folder a batch is planning in (its file
+        not written yet) gives a report of nothing so far, as before.
 
     Examples
     --------
