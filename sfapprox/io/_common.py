@@ -566,7 +566,7 @@ class Source:
         # the limit read once, not at each chunk: the default one reads the cgroup's files (0.5-1 ms a call,
         # one a MiB decompressed)
         limit = memory_limit(self.max_memory)
-        try:
+        with self._decoding(nothing_out=lambda: out.tell() == 0):
             # the compressed bytes hashed as the codec reads them: sha256() read the file again
             with HashingReader(open(self.path, "rb")) as raw, COMPRESSIONS[self.compression].open(raw, "rb") as fh:
                 head = raw.read(32)  # (what the decoder will hold; read again from the start, hashed once)
@@ -581,12 +581,23 @@ class Source:
                                  + decoder_bytes(self.compression, head, out.tell()),
                                  what=f"{self.display}: decompressed data", limit=limit)
                 self._digest = raw.hexdigest()
+        return out.getvalue()
+
+    @contextlib.contextmanager
+    def _decoding(self, nothing_out: Callable[[], bool]) -> Iterator[None]:
+        """The decoder's failures as the project's errors: a damaged stream is :meth:`_codec_error`, an
+        ``.xz`` decoder refused memory before ``nothing_out()`` turned false is :func:`decoder_refusal`
+        (an ``.xz``'s dictionary is allocated before its first byte is out: a MemoryError later is the
+        buffer's, raised as it is); the project's own errors pass (a ResourceError is a MemoryError)."""
+        try:
+            yield
         except SfapproxError:
             raise
         except (MemoryError, lzma.LZMAError) as exc:
-            # (an .xz's dictionary is allocated before its first byte is out: a MemoryError later is the buffer's)
-            if out.tell() == 0:
-                self._decoder_memory(exc)
+            if nothing_out() and self.compression == ".xz" and _out_of_decoder_memory(exc):
+                with open(self.path, "rb") as raw:
+                    head = raw.read(32)
+                raise decoder_refusal(self.display, head, exc) from None
             if isinstance(exc, MemoryError):
                 raise
             raise self._codec_error(exc) from None
@@ -596,16 +607,6 @@ class Source:
             if exc.errno is None:  # bz2 reports bad data as a bare OSError ("Invalid data stream")
                 raise self._codec_error(exc) from None
             raise
-        return out.getvalue()
-
-    def _decoder_memory(self, exc: BaseException) -> None:
-        """Raise :func:`decoder_refusal` where ``exc``, raised before the decoder gave a byte, is an ``.xz``
-        decoder's failure to get memory; else return (the caller raises ``exc`` as it would have)."""
-        if self.compression != ".xz" or not _out_of_decoder_memory(exc):
-            return
-        with open(self.path, "rb") as raw:
-            head = raw.read(32)
-        raise decoder_refusal(self.display, head, exc) from None
 
     def file_arg(self):
         """A path string for readers that open files themselves, or a BytesIO for compressed files."""
@@ -623,20 +624,9 @@ class Source:
                     start = raw.read(32)
                 check_memory(n_bytes + decoder_bytes(self.compression, start, n_bytes), limit=self.max_memory,
                              what=f"{self.display}: decoding its first {format_bytes(n_bytes)}")
-                try:
-                    with self._open_compressed() as fh:
-                        return fh.read(n_bytes)
-                except (MemoryError, lzma.LZMAError) as exc:
-                    self._decoder_memory(exc)  # (a head's few bytes: a MemoryError is the decoder's)
-                    if isinstance(exc, MemoryError):
-                        raise
-                    raise self._codec_error(exc) from None
-                except _CODEC_ERRORS as exc:
-                    raise self._codec_error(exc) from None
-                except OSError as exc:
-                    if exc.errno is None:
-                        raise self._codec_error(exc) from None
-                    raise
+                # (a head's few bytes: a MemoryError is the decoder's)
+                with self._decoding(nothing_out=lambda: True), self._open_compressed() as fh:
+                    return fh.read(n_bytes)
             with open(self.path, "rb") as fh:
                 return fh.read(n_bytes)
 
