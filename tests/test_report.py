@@ -943,6 +943,10 @@ def test_a_folder_named_as_the_results_file_is_one_parameter_error(tmp_path):
     (tmp_path / "results.jsonl").mkdir()
     with pytest.raises(ParameterError, match=r"results.jsonl: is a folder, not a batch's results file"):
         read_results(tmp_path / "results.jsonl")
+    # given the output folder, the user is not told to give the output folder (they did)
+    with pytest.raises(ParameterError, match=r"results.jsonl: is a folder, where the batch output folder .* keeps its "
+                                             r"results file; move or rename that folder$"):
+        read_results(tmp_path)
     with pytest.raises(ParameterError, match=r"path must be a results file or a batch's output folder .* got NoneType"):
         read_results(None)
 

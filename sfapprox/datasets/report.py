@@ -26,7 +26,7 @@ from .._settings import TEXT_MARKS
 from ..formats import (ESTIMATED_NOTE, Column, ShownAsTables, Table, and_listed, counted, fmt_with_interval,
                        interval_columns, printable, shell_command)
 from .manifest import CATEGORIES
-from .results_file import FILE_MISSING, MEASURES, RESULTS_FILE, ResultsFile, read_results
+from .results_file import FILE_MISSING, MEASURES, RESULTS_FILE, ResultsFile, read_results, results_file_of
 from .results_file import finite_number as _finite  # the lines' own test: an edited 10**400 is not finite
 
 __all__ = ["MatrixRow", "CategoryTable", "Report", "Unavailable", "build_report", "table_cells", "wins_line",
@@ -543,7 +543,8 @@ def _results_path(path: str | os.PathLike) -> str | os.PathLike:
     where = Path(path)
     if not where.exists():
         raise InputError(f"{where}: no such file or folder; give a batch's results file or its output folder")
-    if where.is_dir() and where.name != RESULTS_FILE and not (where / RESULTS_FILE).exists():
+    results = results_file_of(where)
+    if results != where and not results.exists():
         from .folder_lock import running_holder
 
         if running_holder(where):  # a batch planning there writes its file soon: a report of nothing so far

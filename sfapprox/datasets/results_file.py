@@ -312,6 +312,13 @@ def _shown(value: float) -> str:
     return text if len(text) <= 24 else text[:12] + "..." + f" ({counted(len(text), 'digit')})"
 
 
+def results_file_of(path: str | os.PathLike) -> Path:
+    """The results file ``path`` names: ``path`` itself, or a batch output folder's ``results.jsonl``
+    (a folder named ``results.jsonl`` is itself, for the caller to refuse)."""
+    path = Path(path)
+    return path / RESULTS_FILE if path.is_dir() and path.name != RESULTS_FILE else path
+
+
 def read_results(path: str | os.PathLike) -> ResultsFile:
     """Read a results file, skipping a trailing incomplete line and invalid lines.
 
@@ -345,12 +352,14 @@ def read_results(path: str | os.PathLike) -> ResultsFile:
     if not isinstance(path, (str, os.PathLike)):  # Path(None) was a raw TypeError
         raise ParameterError(f"path must be a results file or a batch's output folder (a str or pathlib.Path), "
                              f"got {type(path).__name__}")
-    path = Path(path)
-    if path.is_dir() and path.name != RESULTS_FILE:  # run_batch's out_dir: IsADirectoryError before
-        path = path / RESULTS_FILE
+    given = Path(path)
+    path = results_file_of(given)  # run_batch's out_dir: IsADirectoryError before
     if not path.exists():
         return ResultsFile([], [], 0)
     if path.is_dir():  # a folder named results.jsonl: "Is a directory" from deep inside
+        if path != given:  # (the output folder was given: asking for it again would not help)
+            raise ParameterError(f"{path}: is a folder, where the batch output folder {given} keeps its results "
+                                 "file; move or rename that folder")
         raise ParameterError(f"{path}: is a folder, not a batch's results file; give the results file or the batch's "
                              "output folder")
     data = path.read_bytes()
