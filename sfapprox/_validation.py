@@ -1212,18 +1212,25 @@ def _first_non_number_at(arr: np.ndarray) -> tuple[str, str]:
     """Where the first entry of ``arr`` that is no number is (``"[0, 1]"``; ``""`` where none is: a number
     numpy could not convert) and that entry in words (:func:`_first_non_number`'s)."""
     values = arr.ravel()
-    index = next((i for i, v in enumerate(values) if not isinstance(v, (numbers.Number, np.bool_))), None)
-    if index is None:
-        return "", _first_non_number(values)
-    at = "[" + ", ".join(str(int(i)) for i in np.unravel_index(index, arr.shape)) + "]"
-    return at, _first_non_number(values[index:index + 1])
+    index = _non_number_index(values)
+    at = "" if index is None else "[" + ", ".join(str(int(i)) for i in np.unravel_index(index, arr.shape)) + "]"
+    return at, _entry_in_words(values, index)
 
 
 def _first_non_number(values) -> str:
-    """The first entry of ``values`` that is no number, in words (the message of an object operand)."""
-    bad = next((v for v in values if not isinstance(v, (numbers.Number, np.bool_))), _NO_ENTRY)
-    return "numbers that cannot be read as float64" if bad is _NO_ENTRY else f"{bad!r:.40} ({type(bad).__name__})"
+    """The first entry of ``values`` (a flat array) that is no number, in words (the message of an object
+    operand)."""
+    return _entry_in_words(values, _non_number_index(values))
 
 
-#: No entry of an operand was found (None may be one).
-_NO_ENTRY = object()
+def _non_number_index(values) -> int | None:
+    """The index of the first entry of ``values`` that is no number; None where all are."""
+    return next((i for i, v in enumerate(values) if not isinstance(v, (numbers.Number, np.bool_))), None)
+
+
+def _entry_in_words(values, index: int | None) -> str:
+    """``values[index]`` in words, with its type; where ``index`` is None, the numbers themselves are the
+    trouble (numpy could not convert them)."""
+    if index is None:
+        return "numbers that cannot be read as float64"
+    return f"{values[index]!r:.40} ({type(values[index]).__name__})"
