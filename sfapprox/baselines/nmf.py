@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
+from .._compiled import CompiledModule
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, NotApplicableError, user_stacklevel
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
@@ -185,16 +186,25 @@ def _initialize(X, rank: int, init: str, seed: int, deadline: _timing.Deadline |
 
 
 # --------------------------------------------------------------------------- HALS
+_COMPILED = CompiledModule("sfapprox.baselines._nmf_numba", "NMF sweeps",
+                           "numpy/torch column updates (same results, up to 10-50x slower)")
+
+
 def _hals_sweeps(F, XG, GG, max_sweeps: int) -> int:
     """Decrease ``||X - F G||`` over ``F >= EPS`` in place, column by column (G fixed).
 
     ``XG = X G^T`` and ``GG = G G^T`` are given.  Column ``k``'s exact
     minimiser with the others fixed is
     ``max(EPS, (XG[:, k] - sum_{j != k} F[:, j] GG[j, k]) / GG[k, k])``.
-    Returns the number of sweeps run.
+    On the CPU the sweeps are one compiled call (:func:`_compiled_sweeps`) where numba works; else (a GPU,
+    or no numba) one torch or numpy call per column.  Returns the number of sweeps run.
     """
     import torch
 
+    if F.device.type == "cpu":
+        sweeps = _compiled_sweeps(F, XG, GG, max_sweeps)
+        if sweeps is not None:
+            return sweeps
     # Divide once by the diagonal and zero it, so one fused addmv per column
     # gives the unconstrained minimiser.  A zero diagonal (an all-zero row of
     # G, impossible with the EPS floor) must not divide by zero.
@@ -217,6 +227,28 @@ def _hals_sweeps(F, XG, GG, max_sweeps: int) -> int:
 
     return _sweeps(column, F.shape[1], F.clone, lambda before: float(torch.linalg.vector_norm(F - before)),
                    max_sweeps)
+
+
+def _compiled_sweeps(F, XG, GG, max_sweeps: int) -> int | None:
+    """:func:`_hals_sweeps` on CPU tensors by :func:`._nmf_numba.hals_sweeps` (the same updates, one call
+    for every sweep: the per-column calls cost ~30 us each of overhead for a few thousand flops); None where
+    the compiled module is unavailable or failed to compile (said once), and the caller's path runs."""
+    module = _COMPILED.get()
+    if not module:
+        return None
+    import torch
+
+    Fn = F.numpy()  # (F is updated in place: a C-contiguous view, as W and H^T are made)
+    if not Fn.flags.c_contiguous:
+        return None
+    XGn, GGn = np.ascontiguousarray(XG.numpy()), np.ascontiguousarray(GG.numpy())
+    finfo = torch.finfo(F.dtype)
+    kind = Fn.dtype.type
+    try:
+        return int(module.hals_sweeps(Fn, XGn, GGn, max_sweeps, kind(EPS), kind(finfo.tiny), DELTA))
+    except Exception as exc:  # a compile that fails (a broken llvmlite): the uncompiled path from now on
+        _COMPILED.failed(exc)
+        return None
 
 
 def _sweeps(column: Callable[[int], None], columns: int, snapshot: Callable[[], Any],
