@@ -190,21 +190,22 @@ _COMPILED = CompiledModule("sfapprox.baselines._nmf_numba", "NMF sweeps",
                            "numpy/torch column updates (same results, up to 10-50x slower)")
 
 
-def _hals_sweeps(F, XG, GG, max_sweeps: int) -> int:
+def _hals_sweeps(F, XG, GG, max_sweeps: int, compiled: Callable[[Any, Any, int], int | None] | None = None) -> int:
     """Decrease ``||X - F G||`` over ``F >= EPS`` in place, column by column (G fixed).
 
     ``XG = X G^T`` and ``GG = G G^T`` are given.  Column ``k``'s exact
     minimiser with the others fixed is
     ``max(EPS, (XG[:, k] - sum_{j != k} F[:, j] GG[j, k]) / GG[k, k])``.
-    On the CPU the sweeps are one compiled call (:func:`_compiled_sweeps`) where numba works; else (a GPU,
-    or no numba) one torch or numpy call per column.  Returns the number of sweeps run.
+    On the CPU the sweeps are one compiled call (:func:`_compiled_sweeper`, ``compiled`` where the caller
+    found it once for ``F``, else found here) where numba works; else (a GPU, or no numba) one torch or
+    numpy call per column.  Returns the number of sweeps run.
     """
+    compiled = compiled or _compiled_sweeper(F)
+    ran = compiled(XG, GG, max_sweeps) if compiled is not None else None
+    if ran is not None:
+        return ran
     import torch
 
-    if F.device.type == "cpu":
-        sweeps = _compiled_sweeps(F, XG, GG, max_sweeps)
-        if sweeps is not None:
-            return sweeps
     # Divide once by the diagonal and zero it, so one fused addmv per column
     # gives the unconstrained minimiser.  A zero diagonal (an all-zero row of
     # G, impossible with the EPS floor) must not divide by zero.
@@ -229,26 +230,38 @@ def _hals_sweeps(F, XG, GG, max_sweeps: int) -> int:
                    max_sweeps)
 
 
-def _compiled_sweeps(F, XG, GG, max_sweeps: int) -> int | None:
-    """:func:`_hals_sweeps` on CPU tensors by :func:`._nmf_numba.hals_sweeps` (the same updates, one call
-    for every sweep: the per-column calls cost ~30 us each of overhead for a few thousand flops); None where
-    the compiled module is unavailable or failed to compile (said once), and the caller's path runs."""
+def _compiled_sweeper(F) -> Callable[[Any, Any, int], int | None] | None:
+    """``sweeps(XG, GG, max_sweeps)``: :func:`_hals_sweeps` of the CPU tensor ``F`` by
+    :func:`._nmf_numba.hals_sweeps`, the same updates in one call for every sweep (the per-column calls
+    cost ~30 us each of overhead for a few thousand flops), ``F``'s numpy view and constants found once
+    (found on each call, they cost a fit at N = 16 three to four times the kernel's own time).
+
+    None where the compiled module is unavailable or ``F`` is on a GPU or not C-contiguous (it is updated in
+    place: W and H^T are made so).  The sweeps return None, and leave ``F`` as it was, once the module is
+    given up: where it fails to compile (said once, :meth:`~sfapprox._compiled.CompiledModule.failed`).
+    """
     module = _COMPILED.get()
-    if not module:
+    if not module or F.device.type != "cpu":
         return None
     import torch
 
-    Fn = F.numpy()  # (F is updated in place: a C-contiguous view, as W and H^T are made)
+    Fn = F.numpy()
     if not Fn.flags.c_contiguous:
         return None
-    XGn, GGn = np.ascontiguousarray(XG.numpy()), np.ascontiguousarray(GG.numpy())
-    finfo = torch.finfo(F.dtype)
     kind = Fn.dtype.type
-    try:
-        return int(module.hals_sweeps(Fn, XGn, GGn, max_sweeps, kind(EPS), kind(finfo.tiny), DELTA))
-    except Exception as exc:  # a compile that fails (a broken llvmlite): the uncompiled path from now on
-        _COMPILED.failed(exc)
-        return None
+    eps, tiny = kind(EPS), kind(torch.finfo(F.dtype).tiny)
+
+    def sweeps(XG, GG, max_sweeps: int) -> int | None:
+        if not _COMPILED.module:
+            return None  # (given up since: by this fit or another)
+        try:
+            return int(module.hals_sweeps(Fn, np.ascontiguousarray(XG.numpy()), np.ascontiguousarray(GG.numpy()),
+                                          max_sweeps, eps, tiny, DELTA))
+        except Exception as exc:  # a compile that fails (a broken llvmlite): the column loops from now on
+            _COMPILED.failed(exc)
+            return None
+
+    return sweeps
 
 
 def _sweeps(column: Callable[[int], None], columns: int, snapshot: Callable[[], Any],
@@ -339,6 +352,7 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
     last = math.sqrt(_squared_error(norm_x2, H, Xt @ W, W.T @ W))
     report(last, steps=0)
     Ht = H.T.contiguous()  # rows of H are updated as columns of H^T (contiguous writes)
+    compiled_w, compiled_h = _compiled_sweeper(W), _compiled_sweeper(Ht)  # (updated in place, never made anew)
     step = 0.0  # seconds of the last iteration: what the next one is expected to cost
     for it in range(1, max_iter + 1):
         if deadline is not None and it > 1 and not deadline.fits(step):
@@ -347,9 +361,9 @@ def _fit_hals(X, Xt, W, H, *, max_iter: int, tol: float, norm_x2: float,
             return W, Ht.T, it - 1, "time_limit"
         began = _timing.now()
         H = Ht.T
-        _hals_sweeps(W, X @ Ht, H @ Ht, sweeps)
+        _hals_sweeps(W, X @ Ht, H @ Ht, sweeps, compiled_w)
         XtW, WtW = Xt @ W, W.T @ W
-        _hals_sweeps(Ht, XtW, WtW, sweeps)
+        _hals_sweeps(Ht, XtW, WtW, sweeps, compiled_h)
         if it % CHECK_EVERY == 0 or it == max_iter:
             err = math.sqrt(_squared_error(norm_x2, Ht.T, XtW, WtW))
             if err <= measured_below:
