@@ -11,7 +11,9 @@ NNDSVDar (Boutsidis & Gallopoulos 2008) or seeded random values.
 
 The objective ``||X - W H||_F`` never increases (each column update is an
 exact minimisation).  Runs on the CPU or a CUDA GPU through torch; sparse
-inputs stay sparse for the products.
+inputs stay sparse for the products.  On the CPU the inner sweeps of a half-step
+are one compiled (numba) call (:mod:`._nmf_numba`), the per-column torch or numpy
+calls where numba is missing.
 """
 
 from __future__ import annotations
@@ -64,8 +66,9 @@ DELTA = 0.1
 #: the uncapped flop rule (which allowed ten).
 MAX_SWEEPS = 3
 
-#: Factors of at most this many entries (``N r``) are updated on numpy views of the CPU tensors
-#: (:func:`_hals_sweeps`): below it a column's torch calls cost more in overhead than in arithmetic.
+#: Where the compiled sweeps do not run (no numba), factors of at most this many entries (``N r``) are
+#: updated on numpy views of the CPU tensors (:func:`_hals_sweeps`): below it a column's torch calls cost
+#: more in overhead than in arithmetic.
 SMALL_FACTOR = 4096
 
 #: Under a time limit, ``init="auto"`` tries a further start only when the time left pays for
