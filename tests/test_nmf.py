@@ -656,3 +656,17 @@ def test_the_sweeps_compile_before_the_limit_s_clock(fake_clock, monkeypatch):
     X = np.random.default_rng(4).random((20, 20))
     fit = NMF(3, init="nndsvda", time_limit=5.0, max_iter=30, device="cpu").fit(X)
     assert fit.stop_reason_ != "time_limit" and fit.n_iter_ > 1 and len(calls) > 2
+
+
+def test_the_compiled_sweeps_refuse_products_of_another_shape():
+    """The compiled loops index without bounds checks: products that do not match the factor are refused
+    before they run (they would read out of bounds), not taken for a failed compile."""
+    from sfapprox.baselines import nmf
+
+    assert nmf._COMPILED.get(), "numba is installed with the tests: the compiled module must load"
+    F, XG, GG = _sweep_problem(12, 4, torch.float64, seed=6, floor=False)
+    with pytest.raises(ValueError, match="HALS sweeps of a factor"):
+        nmf._hals_sweeps(F, XG[:, :3], GG[:3, :3], 2)
+    with pytest.raises(ValueError, match="HALS sweeps of a factor"):
+        nmf._hals_sweeps(F, XG.float(), GG, 2)
+    assert nmf._COMPILED.module

@@ -8,10 +8,11 @@ Layout: the factor ``F`` being updated is ``(N, r)``, C-contiguous (``W``, or ``
 update reads row ``i`` of ``F`` only for its own entry ``F[i, k]``, so the rows are independent within
 a column and the Gauss-Seidel order over the columns can be run row by row: for each row ``i`` the
 ``r`` columns in order, each ``F[i, k] = max(EPS, XG[i, k] / d_k - F[i, :] . C[k, :])`` where
-``C[k, j] = GG[j, k] / d_k`` off the diagonal and 0 on it (the coupling transposed once per call, so
-both operands of the inner dot product are contiguous rows, and a row of ``F`` stays in cache for its
-``r`` updates).  Each entry gets exactly the value the column-by-column order gives it; only the
-summation order inside a dot product may differ ("reassoc" lets LLVM vectorise it).
+``C[k, j] = GG[j, k] / d_k`` off the diagonal and 0 on it (the coupling transposed once per call).
+:func:`_sweep` takes :data:`ROWS` rows at a time, transposed into a small block that stays in the L1
+cache for its ``r`` column updates, each a unit-stride sum over the block's rows.  Each entry gets
+the value the column-by-column order gives it; only the summation order inside a dot product may
+differ (four terms at a time, "reassoc" and "contract" let LLVM vectorise and fuse it).
 
 Importing this module imports numba and compiles nothing: the kernel is compiled on its first call,
 once per process and dtype, or loaded from numba's on-disk cache (``cache=True``).  It starts no threads
@@ -28,7 +29,8 @@ import numpy as np
 
 __all__ = ["hals_sweeps"]
 
-# As the SF kernels' (:mod:`sfapprox.sf._kernels_numba`): no bounds checks (the caller checks the shapes),
+# As the SF kernels' (:mod:`sfapprox.sf._kernels_numba`): no bounds checks (the caller checks the shapes:
+# :func:`sfapprox.baselines.nmf._compiled_sweeper`),
 # no ZeroDivisionError checks, "reassoc" for the vectorised dot products; no "nnan"/"ninf" (a NaN must
 # stay a NaN through the floor, as torch's clamp keeps it).
 _JIT: dict[str, Any] = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy",

@@ -270,9 +270,13 @@ def _compiled_sweeper(F) -> Callable[[Any, Any, int], int | None] | None:
     def sweeps(XG, GG, max_sweeps: int) -> int | None:
         if not _COMPILED.module:
             return None  # (given up since: by this fit or another)
+        XGn, GGn = np.ascontiguousarray(XG.numpy()), np.ascontiguousarray(GG.numpy())
+        if XGn.shape != Fn.shape or GGn.shape != (Fn.shape[1],) * 2 or not XGn.dtype == GGn.dtype == Fn.dtype:
+            # the compiled loops index without bounds checks: a mismatch would read out of bounds (a crash)
+            raise ValueError(f"HALS sweeps of a factor {Fn.shape} {Fn.dtype} got X G^T {XGn.shape} {XGn.dtype} "
+                             f"and G G^T {GGn.shape} {GGn.dtype}")
         try:
-            return int(module.hals_sweeps(Fn, np.ascontiguousarray(XG.numpy()), np.ascontiguousarray(GG.numpy()),
-                                          max_sweeps, eps, tiny, DELTA))
+            return int(module.hals_sweeps(Fn, XGn, GGn, max_sweeps, eps, tiny, DELTA))
         except Exception as exc:  # a compile that fails (a broken llvmlite): the column loops from now on
             _COMPILED.failed(exc)
             return None
