@@ -888,6 +888,27 @@ def test_a_checkpoint_that_cannot_be_written_mid_fit_does_not_end_the_fit(tmp_pa
     assert load_factors(path).fit["iterations"] == calls[-1]  # a later checkpoint replaced the first
 
 
+def test_checkpoints_take_at_most_a_tenth_of_the_fit(tmp_path, fake_clock, monkeypatch):
+    """A checkpoint_every shorter than a write (0.001 s; a write at N = 30 takes ~50 ms) wrote after every
+    iteration, a fifth of the fit spent writing: the next checkpoint now waits ten times the last write's
+    seconds at least, from its start, and the checkpoints still come."""
+    import sfapprox.factors as factors
+
+    X = np.random.default_rng(3).random((24, 24))
+    real, writes = factors.save_factors, []
+
+    def slow_write(*args, **kwargs):
+        writes.append(kwargs["fit"]["iterations"])
+        fake_clock.advance(5.0)  # each write "takes" 5 s, an iteration 1 s
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(factors, "save_factors", slow_write)
+    ChordSF(max_iter=100, time_limit=None, checkpoint=tmp_path / "ck.h5", checkpoint_every=0.001, init="reference",
+            callback=lambda info: fake_clock.advance(1.0), device="cpu").fit(X)
+    assert 2 <= len(writes) <= 4  # every 50 s: 5 s of writing, 45 iterations (it was one a step)
+    assert all(b - a >= 40 for a, b in zip(writes, writes[1:]))
+
+
 def test_a_resumed_fit_counts_the_iterations_before_its_resume(tmp_path, fake_clock):
     """A fit resumed from a saved fit (or a checkpoint) said only its own run's iterations: 20 after 30
     and 20 more read as 20 in all.  The ones before are said apart, through resumes of resumes."""

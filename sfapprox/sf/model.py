@@ -235,6 +235,9 @@ FLOAT64_BLOCK_COST = 2.0
 #: saved or rank-one start with its end (:func:`_better_of`; its blocks estimated from the first block's
 #: seconds): it ran after the limit, 8 blocks evaluated twice in float64 (about 18 s at N = 100,000).
 KEEP_START_TIME_SHARE = 0.25
+#: The most of a fit's time its checkpoints may take (:meth:`ChordSF._checkpointer`): a write of 0.2 s
+#: (N = 3,000, 12 factors) comes every 2 s at most, whatever ``checkpoint_every`` asks.
+CHECKPOINT_SHARE = 0.1
 #: The largest entry a saved start's product may reach (on a random vector): its squares, summed over
 #: N^2 entries, must stay finite in float64.
 MAX_START_ENTRY = 1e150
@@ -388,7 +391,9 @@ class ChordSF(Approximation):
         is not (the checkpoints then go beside it, with a RuntimeWarning).
     checkpoint_every : float, default=300.0
         Seconds between checkpoints (checked after each iteration, or after each
-        run of compiled iterations: about every 0.05 s at most).
+        run of compiled iterations: about every 0.05 s at most), and at least ten
+        times the last checkpoint's own seconds, so that writing them takes a
+        tenth of the fit at most (a 3.7 MB file, N = 3,000: 0.2 s, so every 2 s).
     init_noise : float or None, default=None
         Amplitude of the uniform noise added to the start (relative to 1/K
         for ``"reference"``); None: 0.01 for reference, 0.1 for identity.
@@ -1146,7 +1151,7 @@ class ChordSF(Approximation):
         same column blocks, :func:`_better_of`; Adam near a good start wanders first, and a checkpoint
         of that replaced the better fit it started from)."""
         user = self.callback
-        due = self._checkpoint_due() if self.checkpoint is not None else (lambda: False)
+        tick = self._checkpointer() if self.checkpoint is not None else (lambda save: None)
         stage = [None]  # the optimizer taking the steps, as it says (_columns._announce)
 
         def report(step: int, running: float, columns: int, values: np.ndarray) -> bool:
@@ -1156,10 +1161,12 @@ class ChordSF(Approximation):
                                                    "fro_error": running * fro, "elapsed": time.perf_counter() - began,
                                                    "start": "columns", "stage": stage[0],
                                                    "epochs": columns / shape[1]}))
-            if due():
+            def save() -> None:  # (the comparison with a saved start is part of a checkpoint's cost)
                 kept = values if better is None else better(values)
                 self._save_checkpoint(kept * scale ** (1.0 / shape[0]), step, None,
                                       running=running * fro if kept is values else None)
+
+            tick(save)
             return stop
 
         report.stage = lambda name: stage.__setitem__(0, name)  # type: ignore[attr-defined]
@@ -1367,21 +1374,26 @@ class ChordSF(Approximation):
             return
         self.checkpoint_written_ = (path, FileStamp.of(path) or False)
 
-    def _checkpoint_due(self) -> Callable[[], bool]:
-        """A clock that says True once every ``checkpoint_every`` seconds (the checkpoints of both paths)."""
-        last = [_timing.now()]
+    def _checkpointer(self) -> Callable[[Callable[[], None]], None]:
+        """``tick(save)``: calls ``save`` once every ``checkpoint_every`` seconds (the checkpoints of both
+        paths), and never so often that saving takes over :data:`CHECKPOINT_SHARE` of the fit's time: the
+        next one comes :data:`CHECKPOINT_SHARE`'s inverse times the last one's seconds after it began at the
+        least.  (An interval shorter than a write, ``--checkpoint-every 0.001``, wrote after every
+        iteration: ~50 ms a write at N = 30, a fifth of the fit.)"""
+        last = [_timing.now(), 0.0]  # when the last save began, and the least wait from there to the next
 
-        def due() -> bool:
-            if _timing.now() - last[0] < self.checkpoint_every:
-                return False
-            last[0] = _timing.now()
-            return True
+        def tick(save: Callable[[], None]) -> None:
+            if _timing.now() - last[0] < max(self.checkpoint_every, last[1]):
+                return
+            began = _timing.now()
+            save()
+            last[:] = [began, (_timing.now() - began) / CHECKPOINT_SHARE]
 
-        return due
+        return tick
 
     def _checkpointing(self, report, states: dict, shape, scale: float, offsets: np.ndarray):
         """``report``, and every ``checkpoint_every`` seconds the best factors so far saved to ``checkpoint``."""
-        due = self._checkpoint_due()
+        tick = self._checkpointer()
 
         def save() -> None:
             best = min(states.values(), key=lambda st: st["best_loss"])
@@ -1391,8 +1403,7 @@ class ChordSF(Approximation):
 
         def wrapped(name: str, state: dict) -> bool:
             stop = report(name, state)
-            if due():
-                save()
+            tick(save)
             return stop
 
         return wrapped
