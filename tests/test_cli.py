@@ -811,6 +811,9 @@ def test_checkpoints_into_a_stream_are_refused(small_mtx, stream):
     # every checkpoint went to stdout one after another: the file read back was an early checkpoint
     res = invoke("fit", small_mtx, "--checkpoint-every", "0.2", "--out", stream, "--iters", "5", "--device", "cpu")
     assert res.exit_code == 2 and "is a stream, not a file" in " ".join(res.output.split())
+    # named as typed: '-' is standard output ("/dev/stdout is a stream" named a path never given)
+    assert ("--out - (standard output) is a stream" if stream == "-" else "/dev/stdout is a stream") in \
+        " ".join(res.output.split())
 
 
 def test_compare_of_a_kernel_saves_its_factors_and_records_the_points_file_and_the_kernel(tmp_path):

@@ -80,8 +80,10 @@ def fit(
             out_path = Path("/dev/stdout")
         if checkpoint_every is not None and stream_kind(output_target(out_path)) is not None:
             # each checkpoint replaces the last one in a file: a stream would get them all, one after another
+            # named as typed: '-' is standard output (it said "/dev/stdout is a stream", a path never given)
+            shown = "- (standard output)" if out_dash else out_path
             raise ParameterError(f"--checkpoint-every replaces the factors in --out FILE at each checkpoint; "
-                                 f"{out_path} is a stream, not a file: give a file's path")
+                                 f"--out {shown} is a stream, not a file: give a file's path")
         if init not in SF_NAMED_INITS:
             check_saved_fit(Path(init))
         to_stdout = json_path is not None and str(json_path) == "-"
