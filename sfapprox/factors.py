@@ -817,6 +817,11 @@ def _read_operator(r: _Reader, kind: str, n: int):
         raise r.fail(what) from None
     if op.shape != (n, n):
         raise r.fail(f"its parts make a {shape_text(op.shape)} operator, but the file says n = {n:,}")
+    if isinstance(op, (ChordOperator, HybridOperator)) and "n_factors" in where.attrs:
+        # 'values' cut to fewer factors with h5py (n_stored set to match) loaded as a fit of fewer factors
+        stated = _attr_int(where, "n_factors", r.path)
+        if stated != op.n_factors:
+            raise r.fail(f"it says it has {counted(stated, 'factor')} but holds {op.n_factors:,}")
     # Parts this kind does not read are another kind's: a monarch+lr file edited to say 'monarch' loaded as
     # its Monarch part alone, its low-rank part dropped without a word.
     # (by name: to_arrays copied a hybrid's sparse part to learn them)

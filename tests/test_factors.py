@@ -105,6 +105,8 @@ def _saved(tmp_path, name="f.h5"):
     (lambda f: f.attrs.__setitem__("format_version", 99), "newer sfapprox"),
     (lambda f: f.attrs.__setitem__("n_stored", 5), "says it stores 5 numbers but holds 96"),
     (lambda f: f.attrs.__setitem__("n", 9), "the file says n = 9"),
+    (lambda f: f.attrs.__setitem__("n_factors", 2), "says it has 2 factors but holds 3"),
+    (lambda f: f.attrs.__setitem__("n_factors", "three"), "attribute 'n_factors' is 'three', not a whole number"),
     (lambda f: f.attrs.__setitem__("fit", "{not json"), "not valid JSON"),
     (lambda f: f.attrs.__setitem__("operator", "quantum"), "unknown operator kind 'quantum'"),
 ])
@@ -115,6 +117,19 @@ def test_edited_files_are_refused_in_one_line(tmp_path, edit, message):
     with pytest.raises(InputError, match=message) as info:
         load_factors(path)
     assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+def test_a_checkpoint_cut_to_fewer_factors_is_refused(tmp_path):
+    """Its 'values' cut to two factors with h5py and 'n_stored' set to match loaded as a fit of two factors
+    (an --init of it then refused for its structure, or resumed as another fit): its n_factors tells."""
+    path = _saved(tmp_path)
+    with h5py.File(path, "a") as f:
+        values = f["values"][:2]
+        del f["values"]
+        f["values"] = values
+        f.attrs["n_stored"] = values.size
+    with pytest.raises(InputError, match="says it has 3 factors but holds 2; the file is damaged or was edited"):
+        load_factors(path)
 
 
 @pytest.mark.parametrize("record", ['{"sha256": 5, "path": "x.npy"}', '{"sha256": NaN}', '{"path": ["x"]}',
