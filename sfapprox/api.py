@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ._atomic import FileStamp, OutputError, OutputExistsError, write_json
-from ._errors import ParameterError
+from ._errors import ParameterError, parameter
 from ._old_api import options_keywords
 from ._settings import SF_BASE, SF_NAMED_INITS, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
@@ -338,6 +338,8 @@ def _write_outputs(run: FitRun, origin, out, json_path, force: bool) -> list[Exc
             out if aside is None else aside[0], model.operator_, loss_history=model.loss_curve_, fit=run.summary,
             settings=_recorded_settings(model), source=origin,
             force=_out_force(model, out, force) if aside is None else aside[1]))
+        if failures and isinstance(failures[-1], OutputError):
+            failures[-1] = _with_checkpoint(failures[-1], model)
         if aside is not None:
             failures.append(OutputExistsError(f"{out}: another file took its name during the fit, so it was left "
                                               f"untouched; the result was saved as {aside[0]} instead, with the "
@@ -345,6 +347,18 @@ def _write_outputs(run: FitRun, origin, out, json_path, force: bool) -> list[Exc
     if json_path is not None:
         _tried(json_path, failures, lambda: write_json(json_path, run.record(), force=force))
     return failures
+
+
+def _with_checkpoint(exc: OutputError, model) -> OutputError:
+    """``exc``, the final factors' failure, saying where the fit's last checkpoint still is: "F: not written:
+    No space left on device; no partial file was left" was all, where F held a checkpoint that resumes it."""
+    written = getattr(model, "checkpoint_written_", None)
+    iterations = model.__dict__.get("_checkpoint_iterations")
+    if written is None or iterations is None or not written[1] or FileStamp.of(written[0]) != written[1]:
+        return exc  # no checkpoint written, or the file there is no longer the one this fit wrote
+    path = os.fspath(written[0])
+    return OutputError(f"{exc}; {path} still holds this fit's last checkpoint ({counted(iterations, 'iteration')}): "
+                       f"{parameter('init', path)} resumes from it", exc.path, exc.errno)
 
 
 def _tried(path, failures: list[Exception], write: Callable[[], Any]) -> None:

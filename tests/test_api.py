@@ -2,6 +2,7 @@
 
 import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -176,6 +177,41 @@ def test_a_checkpoint_of_a_fit_from_another_matrix_s_start_says_so(tmp_path):
     fit = load_factors(ck).fit
     assert fit["checkpoint"] and "not to this file" in fit["init_note"]
     assert dict(describe_factors(ck).facts)["iterations"].endswith("of the start's fit, of another matrix)")
+
+
+def test_a_final_write_that_fails_says_the_last_checkpoint_is_still_there(tmp_path, fake_clock, monkeypatch):
+    """A disk that filled after a checkpoint: the final factors' error said "F: not written ...; no partial file
+    was left" and no more, where F held the fit's last checkpoint, which resumes it; it says so now."""
+    import errno
+
+    import sfapprox.api as api
+    from sfapprox import load_factors
+    from sfapprox._atomic import OutputError
+
+    path = tmp_path / "f.h5"
+
+    def full(file, *args, **kwargs):  # the final write only (the checkpoints call sfapprox.factors' own)
+        raise OutputError(f"{file}: not written: No space left on device; no partial file was left", Path(file),
+                          errno.ENOSPC)
+
+    monkeypatch.setattr(api, "save_factors", full)
+    settings = FitSettings(max_iter=30, device="cpu", time_limit=None)
+    with warnings.catch_warnings(), pytest.raises(OutputError) as info:
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fit_matrix(np.random.default_rng(0).random((16, 16)), settings=settings, init="reference", out=path,
+                   checkpoint=path, checkpoint_every=10.0, callback=lambda state: fake_clock.advance(1.0))
+    iterations = load_factors(path).fit["iterations"]
+    assert load_factors(path).fit["checkpoint"] and iterations in (10, 20, 30)
+    assert str(info.value).endswith(f"; {path} still holds this fit's last checkpoint ({iterations} iterations): "
+                                    f"init='{path}' resumes from it")
+    # a file it was allowed to replace but never checkpointed into is not said to hold a checkpoint
+    other = tmp_path / "g.h5"
+    other.write_bytes(b"old")
+    with warnings.catch_warnings(), pytest.raises(OutputError) as info:
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fit_matrix(np.random.default_rng(0).random((16, 16)), settings=settings, out=other, force=True,
+                   checkpoint=other, checkpoint_every=1000.0)
+    assert str(info.value) == f"{other}: not written: No space left on device; no partial file was left"
 
 
 def test_a_settings_dict_is_a_parameter_error():

@@ -529,6 +529,7 @@ class ChordSF(Approximation):
     threads_: int | None
     # fit_matrix's hand-over to fit (annotations alone: each read through ``__dict__``, absent on a plain fit)
     _checkpoint_start: FileStamp | bool
+    _checkpoint_iterations: int
     _checkpoint_source: dict[str, Any]
     _budget: str | int | float | None
     _init_note: str | None
@@ -1373,6 +1374,7 @@ class ChordSF(Approximation):
                           "was) and the next checkpoint tries again", RuntimeWarning, stacklevel=user_stacklevel())
             return
         self.checkpoint_written_ = (path, FileStamp.of(path) or False)
+        self._checkpoint_iterations = int(iterations)  # what the file there holds (fit_matrix's failure says it)
 
     def _checkpointer(self) -> Callable[[Callable[[], None]], None]:
         """``tick(save)``: calls ``save`` once every ``checkpoint_every`` seconds (the checkpoints of both
