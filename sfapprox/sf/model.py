@@ -653,6 +653,7 @@ class ChordSF(Approximation):
             start = self.__dict__.pop("_checkpoint_start", None)  # fit_matrix's replaces=
             self.checkpoint_written_ = (Path(self.checkpoint),
                                         (FileStamp.of(self.checkpoint) or False) if start is None else start)
+            self.__dict__.pop("_checkpoint_iterations", None)  # (an earlier fit's: none written by this one yet)
         X = self._validate(X, check_input)
         if self._asks_rank_one():  # refused before any work where the structure cannot hold it
             butterfly = self.support == "butterfly"
