@@ -1383,6 +1383,8 @@ class ChordSF(Approximation):
         next one comes :data:`CHECKPOINT_SHARE`'s inverse times the last one's seconds after it began at the
         least.  (An interval shorter than a write, ``--checkpoint-every 0.001``, wrote after every
         iteration: ~50 ms a write at N = 30, a fifth of the fit.)"""
+        import h5py  # noqa: F401  (here, not in the first save: its 0.2 s import stretched the next wait to 2 s)
+
         last = [_timing.now(), 0.0]  # when the last save began, and the least wait from there to the next
 
         def tick(save: Callable[[], None]) -> None:
