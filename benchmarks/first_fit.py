@@ -6,6 +6,7 @@ Run by hand (not part of the tests):
     python benchmarks/first_fit.py --before CHECKOUT [--rounds 2] [--warm 2] [--tag first_fit_compile]
     python benchmarks/first_fit.py --compile-parts [--rounds 2] [--sfapprox CHECKOUT] [--tag compile_parts]
     python benchmarks/first_fit.py --compile-work --before CHECKOUT [--rounds 2] [--tag compile_work]
+    python benchmarks/first_fit.py --kernel-speed --before CHECKOUT [--rounds 5] [--tag kernel_speed]
 
 ``sfapprox compare examples/mesh_small.mtx --methods sf,tsvd -q --json OUT`` runs as a fresh process
 (``python -m sfapprox`` of this checkout, or of ``--sfapprox`` through ``PYTHONPATH``): first with an
@@ -36,6 +37,13 @@ machine the seconds of the same code spread by +-20 %): the lines of LLVM IR tha
 module optimisation and to its machine-code generation (summed over every library it finalizes; a
 function linked into a caller is optimised and translated again inside it), and the Python function
 calls of numba's own front end (typing, lowering: cProfile's count, in a process of its own).
+
+``--kernel-speed --before CHECKOUT``: what a change of the compiled kernel's code must not cost, its
+per-evaluation time: ``loss_and_grad`` of :mod:`sfapprox.sf._kernels_numba` on the whole matrix, one
+thread, at N = 256, 1,024 and 4,096 in float32 and float64 (a random start and target), both checkouts'
+kernel modules loaded in one process and their calls alternating (``--rounds`` calls each at N = 4,096,
+5x and 20x that at the smaller N; separate processes spread by +-30 % on a shared machine), the fastest
+and median call, and whether both give the same loss and gradient to the bit.
 
 Writes benchmarks/results/<tag>.json and .md.
 """
@@ -170,6 +178,77 @@ def compile_work(before: str, rounds: int, tag: str) -> None:
     write_results(tag, data, lines)
 
 
+#: --kernel-speed, in one process: both checkouts' kernel modules loaded side by side (the module imports
+#: numba and numpy only), their calls alternating; per (N, dtype) each one's fastest and median call and a
+#: digest of its loss and gradient.  argv: before's and this checkout's paths, the rounds.
+_KERNEL_SPEED = """
+import hashlib, importlib.util, json, statistics, sys, time
+import numpy as np
+from sfapprox.chord import chord_offsets, default_n_factors
+from sfapprox.sf import _kernels as K
+def load(name, checkout):
+    spec = importlib.util.spec_from_file_location(name, checkout + "/sfapprox/sf/_kernels_numba.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+modules = {"before": load("kernels_before", sys.argv[1]), "after": load("kernels_after", sys.argv[2])}
+rounds = int(sys.argv[3])
+rows = []
+for n, reps in ((256, 20 * rounds), (1024, 5 * rounds), (4096, rounds)):
+    offsets = tuple(int(v) for v in chord_offsets(n))
+    fwd, bwd = K._numba_plan(n, offsets)
+    for dtype in (np.float32, np.float64):
+        rng = np.random.default_rng(0)
+        ws = (rng.standard_normal((default_n_factors(n), n, len(offsets))) / np.sqrt(len(offsets))).astype(dtype)
+        X = rng.standard_normal((n, n)).astype(dtype)
+        width = K.numba_width(n, ws.itemsize)
+        starts = np.arange(0, n, width, dtype=np.int64)
+        grad = np.empty_like(ws)
+        times, digests = {k: [] for k in modules}, {}
+        for label, module in modules.items():
+            f = module.loss_and_grad(ws, X, fwd, bwd, width, grad, starts, 0)
+            digests[label] = hashlib.sha256(np.float64(f).tobytes() + grad.tobytes()).hexdigest()[:12]
+        for _ in range(reps):
+            for label, module in modules.items():
+                began = time.perf_counter()
+                module.loss_and_grad(ws, X, fwd, bwd, width, grad, starts, 0)
+                times[label].append(time.perf_counter() - began)
+        for label in modules:
+            rows.append({"case": f"{n} {np.dtype(dtype).name}", "checkout": label, "calls": reps,
+                         "fastest_ms": round(min(times[label]) * 1e3, 3),
+                         "median_ms": round(statistics.median(times[label]) * 1e3, 3), "digest": digests[label]})
+print(json.dumps(rows))
+"""
+
+
+def kernel_speed(before: str, rounds: int, tag: str) -> None:
+    """``--kernel-speed``: both checkouts' kernels in one process, alternating (``rounds``: calls at N = 4,096)."""
+    with tempfile.TemporaryDirectory() as cache:
+        command = [sys.executable, "-c", _KERNEL_SPEED, str(Path(before).resolve()), str(ROOT), str(rounds)]
+        done = subprocess.run(command, env={**checkout_env(str(ROOT)), "NUMBA_CACHE_DIR": cache},
+                              capture_output=True, text=True, cwd=tempfile.gettempdir(), check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the run failed:\n{done.stderr[-2000:]}")
+    rows = json.loads(done.stdout.splitlines()[-1])
+    by = {(r["case"], r["checkout"]): r for r in rows}
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    data = {"meta": meta(before=before), "rows": rows}
+    lines = [f"# The compiled kernel's per-evaluation time, this checkout against another, alternating "
+             f"({data['meta']['date']})", "",
+             f"Machine: {data['meta']['machine']}; load average at start {data['meta']['load_average_at_start']}. "
+             f"Command: `{data['meta']['command']}` (before: {before}).", "",
+             "| N, dtype | calls each | before fastest / median ms | after fastest / median ms | after / before "
+             "(fastest, median) | same loss and gradient |", "|---|---|---|---|---|---|"]
+    for case in cases:
+        b, a = by[(case, "before")], by[(case, "after")]
+        lines.append(f"| {case} | {a['calls']} | {b['fastest_ms']} / {b['median_ms']} | "
+                     f"{a['fastest_ms']} / {a['median_ms']} | "
+                     f"{a['fastest_ms'] / b['fastest_ms']:.3f}, {a['median_ms'] / b['median_ms']:.3f} | "
+                     f"{'yes' if a['digest'] == b['digest'] else 'NO'} |")
+    lines += ["", FINDINGS, "", "(to be written)"]
+    write_results(tag, data, lines)
+
+
 def _clear_in_tree_cache(checkout: Path) -> None:
     """Remove numba's cache files from ``checkout``'s ``sfapprox/**/__pycache__`` (see ``--before``)."""
     for pattern in ("*.nbi", "*.nbc", "*.kernel-sha256"):
@@ -214,7 +293,14 @@ def main() -> None:
     parser.add_argument("--before", help="another checkout, run alternating with this one (before/after)")
     parser.add_argument("--compile-work", action="store_true",
                         help="with --before: the compiling's CPU seconds, LLVM IR lines and numba's Python calls")
+    parser.add_argument("--kernel-speed", action="store_true",
+                        help="with --before: the compiled kernel's per-evaluation time at N = 1,024 and 4,096")
     args = parser.parse_args()
+    if args.kernel_speed:
+        if not args.before:
+            parser.error("--kernel-speed needs --before CHECKOUT")
+        kernel_speed(args.before, args.rounds, args.tag or "kernel_speed")
+        return
     if args.compile_work:
         if not args.before:
             parser.error("--compile-work needs --before CHECKOUT")
