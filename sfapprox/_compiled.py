@@ -39,6 +39,11 @@ from types import ModuleType
 
 from ._errors import user_stacklevel
 
+#: Seconds of compiling (or loading numba and the cache of) a method's kernels, outside its time limit and
+#: inside its seconds, from which its fit records them as ``params_["compile_seconds"]`` (SF's, the NMF's):
+#: a fresh install's first row then says why its seconds are more than its fit's.
+COMPILE_NOTE_SECONDS = 1.0
+
 #: The folder numba caches in because it found no writable one of its own (see :func:`import_compiled`);
 #: None while numba's own choice works.
 CACHE_FOLDER: str | None = None

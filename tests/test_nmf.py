@@ -376,7 +376,8 @@ def test_a_small_problem_s_columns_are_updated_without_a_torch_call_each(monkeyp
         warnings.simplefilter("ignore", ConvergenceWarning)
         monkeypatch.setattr(nmf, "SMALL_FACTOR", 0, raising=False)  # the torch loop, as for large factors
         by_torch = NMF(n_components=6, max_iter=50, device="cpu").fit(X)
-        monkeypatch.setattr(nmf, "SMALL_FACTOR", 4096)
+        monkeypatch.undo()  # SMALL_FACTOR (and the module) as they were: the numpy loop
+        monkeypatch.setattr(nmf._COMPILED, "module", False)
         calls = []
         real = torch.addmv
         monkeypatch.setattr(torch, "addmv", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -670,3 +671,42 @@ def test_the_compiled_sweeps_refuse_products_of_another_shape():
     with pytest.raises(ValueError, match="HALS sweeps of a factor"):
         nmf._hals_sweeps(F, XG.float(), GG, 2)
     assert nmf._COMPILED.module
+
+
+def test_a_slow_compile_is_said_apart_in_compile_seconds_and_a_rank_0_fit_compiles_nothing(monkeypatch):
+    """A fresh install's compile (4 s at load 3) came inside seconds_ with nothing saying so, where SF's has
+    ``params_["compile_seconds"]``; a fit of rank 0 (the zero matrix within a budget: no sweep) loaded numba for
+    nothing."""
+    import time
+
+    from sfapprox.baselines import nmf
+
+    real = nmf._load_compiled
+    loads = []
+
+    def slow(device, dtype):
+        loads.append(dtype)
+        real(device, dtype)
+        time.sleep(0.3)
+
+    monkeypatch.setattr(nmf, "_load_compiled", slow)
+    monkeypatch.setattr(nmf, "COMPILE_NOTE_SECONDS", 0.25)
+    X = np.random.default_rng(5).random((12, 12))
+    fit = NMF(2, max_iter=5, device="cpu").fit(X)
+    assert fit.params_["compile_seconds"] >= 0.3 and fit.seconds_ >= fit.params_["compile_seconds"]
+    monkeypatch.setattr(nmf, "COMPILE_NOTE_SECONDS", 10.0)
+    assert "compile_seconds" not in NMF(2, max_iter=5, device="cpu").fit(X).params_  # (under the note's floor)
+    loads.clear()
+    zero = NMF(budget=10, max_iter=5, device="cpu").fit(np.zeros((12, 12)))  # (below one rank: rank 0)
+    assert zero.rank_ == 0 and zero.params_["rank"] == 0 and not loads
+
+
+def test_a_factor_off_the_cpu_never_asks_for_the_compiled_sweeps(monkeypatch):
+    """A GPU fit asked for the compiled module first: it imported numba (0.3-0.9 s) and, where numba was
+    broken, warned that the NMF sweeps fell back, though a GPU never runs them."""
+    from sfapprox.baselines import nmf
+
+    asked = []
+    monkeypatch.setattr(nmf._COMPILED, "get", lambda: asked.append(1) or None)
+    assert nmf._compiled_sweeper(torch.empty((4, 2), device="meta")) is None and not asked
+    assert nmf._compiled_sweeper(torch.empty((4, 2))) is None and asked  # (the CPU's does ask)

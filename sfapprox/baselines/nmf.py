@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import _timing
 from .._base import Approximation, MethodSpec, RunContext, register
-from .._compiled import CompiledModule
+from .._compiled import COMPILE_NOTE_SECONDS, CompiledModule
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, NotApplicableError, user_stacklevel
 from .._params import MEMORY_LIMIT, SEED, Interval, Options
@@ -256,8 +256,10 @@ def _compiled_sweeper(F) -> Callable[[Any, Any, int], int | None] | None:
     place: W and H^T are made so).  The sweeps return None, and leave ``F`` as it was, once the module is
     given up: where it fails to compile (said once, :meth:`~sfapprox._compiled.CompiledModule.failed`).
     """
+    if F.device.type != "cpu":  # (first: a GPU fit neither imports numba nor warns of its failures)
+        return None
     module = _COMPILED.get()
-    if not module or F.device.type != "cpu":
+    if not module:
         return None
     import torch
 
@@ -406,7 +408,8 @@ def _fit_from(X, Xt, start, device, dtype, **options) -> tuple:
     """Move a numpy start to the device and run :func:`_fit_hals`."""
     import torch
 
-    W = torch.as_tensor(start[0], dtype=dtype, device=device)
+    # contiguous: the compiled sweeps update W in place through its numpy view, and take none other
+    W = torch.as_tensor(start[0], dtype=dtype, device=device).contiguous()
     H = torch.as_tensor(start[1], dtype=dtype, device=device)
     return _fit_hals(X, Xt, W, H, **options)
 
@@ -755,15 +758,18 @@ class NMF(Approximation):
             )
         device = resolve_device(self.device)
         dtype = resolve_dtype(self.dtype, device)
-        # The limit counts from here, as seconds_ does: the scaled copy of X and its move to the device
-        # came before it (about 1 s at N = 4,096 on 2 shared cores, uncounted).  (Not torch's import, in
-        # resolve_device: once a process, 1.1 s, and not the fit's.)
+        # seconds_ counts from here: the scaled copy of X and its move to the device came before it (about
+        # 1 s at N = 4,096 on 2 shared cores, uncounted).  (Not torch's import, in resolve_device: once a
+        # process, 1.1 s, and not the fit's.)
         start = time.perf_counter()
         # numba's start and the sweeps' compile (or load from its cache: 0.85 s, 4.1 s with the cache empty, at
         # load 3 on 2 cores) before the limit's clock, as SF's compile: priced as the first iteration, it
-        # stopped a fit under a few seconds' limit after one iteration
-        _load_compiled(device, dtype)
-        began = _timing.now()
+        # stopped a fit under a few seconds' limit after one iteration.  Inside seconds_, and said apart as
+        # compile_seconds where it took long (as SF's).  A rank-0 fit (the zero matrix) runs no sweep.
+        if rank > 0:
+            _load_compiled(device, dtype)
+        compiled = time.perf_counter() - start
+        began = _timing.now()  # the limit counts from here
         inits = BEST_INITS if self.init in ("auto", "best") else (self.init,)
         with few_threads(n, device):
             W, H, n_iter, reason, kept, errors = _fit_nmf(
@@ -805,6 +811,8 @@ class NMF(Approximation):
         }
         if errors is not None:
             self.params_["errors"] = errors
+        if compiled >= COMPILE_NOTE_SECONDS:  # (a fresh install's: outside the time limit, inside seconds_)
+            self.params_["compile_seconds"] = round(compiled, 2)
         self.operator_ = HybridOperator(n, low_rank=(W, None, H))
         return self
 

@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from .. import _streams, _timing
 from .._atomic import FileStamp, OutputError, OutputExistsError, check_writable, output_target
 from .._base import Approximation
+from .._compiled import COMPILE_NOTE_SECONDS as _COMPILE_NOTE_SECONDS
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError, ResourceError, parameter, parameters, user_stacklevel
 from .._progress import coarse_progress, kernel_phase, phase
@@ -91,7 +92,8 @@ MULTIPLE_SCORED_BELOW = 1e-4
 #: Seconds of compiling the kernels (the first fit after installing) from which a fit records them
 #: (``params_["compile_seconds"]``): they are outside its time limit, inside its seconds.  Its scoring's
 #: compiling of the apply kernels, inside its ``scoring_seconds``, is ``params_["scoring_compile_seconds"]``.
-COMPILE_NOTE_SECONDS = 1.0
+#: (:mod:`sfapprox._compiled`'s, which the NMF's sweeps record by too.)
+COMPILE_NOTE_SECONDS = _COMPILE_NOTE_SECONDS
 
 
 def estimate_fit_memory(
