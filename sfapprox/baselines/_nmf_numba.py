@@ -121,8 +121,6 @@ def hals_sweeps(F, XG, GG, max_sweeps, eps, tiny, delta):
     while sweep < max_sweeps:
         sweep += 1
         moved = math.sqrt(_sweep(F, XG, d, C, eps, block, acc))
-        if max_sweeps == 1:
-            break
         if sweep == 1:
             first = moved
         if moved <= delta * first:
