@@ -620,6 +620,35 @@ def test_one_method_counts_no_wins_in_tables_repr_and_command(tmp_path):
     assert "tsvd 0" not in result.output and "total wins: none counted (tsvd alone)" in result.output
 
 
+def test_report_json_counts_no_win_where_there_was_no_contest(tmp_path):
+    """`batch --methods tsvd` wrote report.json's wins as {"tsvd": 0} (and total_wins likewise) where the text
+    said "no winner counted". A category without a contest has empty wins and 0 contests, as compare's JSON
+    has no winner for one scored row; a category where each matrix had one method scored says so too."""
+    from sfapprox.cli import app
+
+    records = [rec("strike", "tsvd", fro=2.7), rec("att", "sf", fro=0.9, category="attention", n=128),
+               rec("att", "tsvd", fro=1.0, category="attention", n=128),
+               rec("w1", "sf", status="failed", category="weights", error="boom"),
+               rec("w1", "tsvd", fro=1.0, category="weights")]
+    data = build_report(records).to_dict()
+    assert [(c["category"], c["wins"], c["contests"]) for c in data["categories"]] == [
+        ("network", {}, 0), ("attention", {"sf": 1, "tsvd": 0}, 1), ("weights", {}, 0)]
+    assert data["total_wins"] == {"sf": 1, "tsvd": 0}
+    assert repr(build_report(records)).splitlines()[1:] == [
+        "  network (1 matrix): tsvd alone: no winner counted", "  attention (1 matrix): wins: tsvd 0, sf 1",
+        "  weights (1 matrix): no matrix ranked two methods: no winner counted", "  total wins: tsvd 0, sf 1"]
+    manifest = tmp_path / "m.toml"
+    manifest.write_text('[[matrix]]\nname = "a"\ncategory = "synthetic"\ngenerator = "banded"\nparams = {n = 8}\n')
+    batch = CliRunner().invoke(app, ["batch", str(manifest), "--out-dir", str(tmp_path / "b"), "--methods", "tsvd"])
+    assert batch.exit_code == 0, batch.output
+    assert "no winner counted" in batch.output and "tsvd 0" not in batch.output
+    written = json.loads((tmp_path / "b" / "report.json").read_text())
+    assert [(c["wins"], c["contests"]) for c in written["categories"]] == [({}, 0)] and written["total_wins"] == {}
+    shown = CliRunner().invoke(app, ["report", str(tmp_path / "b"), "--json", "-"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["total_wins"] == {} and "total wins: none counted (tsvd alone)" in shown.stderr
+
+
 # ----------------------------------------------------------------------------- in a notebook and a REPL
 def test_a_report_s_repr_sums_it_up_in_a_few_lines():
     """A Report's repr was every record's every field (thousands of characters); it gives the wins by

@@ -107,9 +107,13 @@ class CategoryTable:
     rows : list of MatrixRow
         One per matrix.
     wins : dict of str to int
-        Rows won, by method.
+        Rows won, by method; empty where no row was a contest (``contests`` is 0: one method, or
+        none of two or more scored on one matrix), as a comparison of one scored row has no winner.
     sourced : bool, default=False
         Whether some row has a ``source`` (the table then shows it in a column).
+    contests : int, default=0
+        Rows that ranked two or more scored methods (a tie or overlapping intervals among them
+        leaves a contest without a winner, so the wins may sum to less).
     """
 
     category: str
@@ -119,6 +123,7 @@ class CategoryTable:
     rows: list[MatrixRow]
     wins: dict[str, int]
     sourced: bool = False
+    contests: int = 0
 
 
 @dataclass
@@ -184,8 +189,13 @@ class Report(ShownAsTables):
     skipped_lines: dict[int, str] = field(default_factory=dict)
 
     def total_wins(self) -> dict[str, int]:
-        """Rows won by each method, over every category."""
-        return {m: sum(t.wins.get(m, 0) for t in self.tables_by_category) for m in self.methods}
+        """Rows won by each method over every category, of the methods in some category's wins (a method
+        that never met another on a matrix is not counted as losing: ``{}`` for a batch of one method)."""
+        won: dict[str, int] = {}
+        for table in self.tables_by_category:
+            for method, n in table.wins.items():
+                won[method] = won.get(method, 0) + n
+        return {m: won[m] for m in self.methods if m in won}
 
     def statuses(self) -> dict[str, int]:
         """Number of records by status."""
@@ -325,7 +335,7 @@ class Report(ShownAsTables):
         from ..results import library_versions  # here: it imports torch, which the tables do not need
 
         return {
-            "categories": [{"category": c.category, "methods": c.methods, "wins": c.wins,
+            "categories": [{"category": c.category, "methods": c.methods, "wins": c.wins, "contests": c.contests,
                             "matrices": [r.name for r in c.rows]} for c in self.tables_by_category],
             "total_wins": self.total_wins(),
             "statuses": self.statuses(),
@@ -346,8 +356,7 @@ def _winner(results: dict[str, dict[str, Any]]) -> str | None:
     """A row's winner by a comparison's rule (:func:`~sfapprox.results.rank_key`): the smallest error; of rows
     that reproduce X, the fewest stored numbers; none between rows of the same error and stored numbers (the
     method's name decided: nmf "won" an all-zero matrix every method reproduced in 0 numbers)."""
-    scored = sorted((_rank_key(r), m) for m, r in results.items()
-                    if r.get("status") == "ok" and _finite(r.get("fro_error")))
+    scored = sorted((_rank_key(r), m) for m, r in results.items() if _scored(r))
     if len(scored) < 2:
         return None
     best = scored[0][1]
@@ -360,6 +369,17 @@ def _winner(results: dict[str, dict[str, Any]]) -> str | None:
         if any(_span(results[m])[0] <= high for _, m in scored if m != best):
             return None
     return best
+
+
+def _scored(record: dict[str, Any]) -> bool:
+    """Whether a record takes part in its row's ranking: a fit that ran and has an error."""
+    return record.get("status") == "ok" and _finite(record.get("fro_error"))
+
+
+def _contested(row: MatrixRow) -> bool:
+    """Whether a row ranked two or more methods: one scored method wins no contest (a comparison's
+    rule), and a row whose lines measured different things is not ranked."""
+    return row.mixed is None and sum(_scored(r) for r in row.results.values()) >= 2
 
 
 def _rank_key(record: dict[str, Any]) -> tuple[float, int]:
@@ -619,9 +639,12 @@ def build_report(records: list[dict[str, Any]] | ResultsFile | str | os.PathLike
         present = [m for m in methods if any(m in row.results for row in rows)]
         ref_keys = list(dict.fromkeys(k for row in rows for k in row.reference))
         info_keys = [k for k in INFO_COLUMNS if any(k in row.info for row in rows)]
-        wins = {m: sum(row.winner == m for row in rows) for m in present}
+        contests = sum(_contested(row) for row in rows)
+        # no contest, no count: {"tsvd": 0} in report.json said tsvd lost where it ran alone
+        wins = {m: sum(row.winner == m for row in rows) for m in present} if contests else {}
         sourced = any(row.source for row in rows)
-        report.tables_by_category.append(CategoryTable(category, present, ref_keys, info_keys, rows, wins, sourced))
+        report.tables_by_category.append(CategoryTable(category, present, ref_keys, info_keys, rows, wins, sourced,
+                                                       contests))
     return report
 
 
@@ -765,35 +788,40 @@ def _status(record: dict[str, Any] | None) -> str | None:
 
 
 def wins_line(table: CategoryTable) -> str:
-    """``"wins: sf 3, tsvd 1"`` (only matrices with two or more scored methods count), or
-    ``"tsvd alone: no winner counted"`` where the category has one method.
+    """``"wins: sf 3, tsvd 1"`` (only matrices with two or more scored methods count), or that no winner
+    was counted where no matrix was a contest: ``"tsvd alone: no winner counted"`` where the category has
+    one method, ``"no matrix ranked two methods: no winner counted"`` where each had one scored.
 
     Parameters
     ----------
     table : CategoryTable
         The category.
     """
-    if len(table.methods) < 2:  # "wins: tsvd 0" said one method lost where there was no contest
-        return f"{_one_method(table.methods)}: no winner counted"
+    if not table.wins:  # "wins: tsvd 0" said one method lost where there was no contest
+        return f"{_no_contest(table.methods)}: no winner counted"
     return "wins: " + ", ".join(f"{m} {table.wins.get(m, 0)}" for m in table.methods)
 
 
 def total_wins_line(report: Report) -> str:
-    """``"total wins: sf 3, tsvd 1"`` over every category, or that none was counted where one method ran.
+    """``"total wins: sf 3, tsvd 1"`` over every category (the methods of :meth:`Report.total_wins`),
+    or that none was counted where no matrix was a contest.
 
     Parameters
     ----------
     report : Report
         The report.
     """
-    if len(report.methods) < 2:
-        return f"total wins: none counted ({_one_method(report.methods)})"
-    return "total wins: " + ", ".join(f"{m} {n}" for m, n in report.total_wins().items())
+    total = report.total_wins()
+    if not total:
+        return f"total wins: none counted ({_no_contest(report.methods)})"
+    return "total wins: " + ", ".join(f"{m} {n}" for m, n in total.items())
 
 
-def _one_method(methods: list[str]) -> str:
-    """What a table with fewer than two methods says instead of its wins: a contest needs two."""
-    return f"{methods[0]} alone" if methods else "no method"
+def _no_contest(methods: list[str]) -> str:
+    """Why a table counts no wins: one method (a contest needs two), or none scored beside another."""
+    if len(methods) < 2:
+        return f"{methods[0]} alone" if methods else "no method"
+    return "no matrix ranked two methods"
 
 
 def unavailable_line(unavailable: list[Unavailable], shown: int = 8) -> str | None:
