@@ -195,6 +195,33 @@ def test_rounds_stop_on_the_time_limit_the_callback_and_an_interrupt(fake_clock,
     assert np.all(np.isfinite(stopped.values))
 
 
+@pytest.mark.parametrize("stop", ["time_limit", "interrupted"])
+def test_a_first_pass_stopped_hands_the_start_back_at_its_best_multiple(fake_clock, monkeypatch, stop):
+    """A first sketch pass stopped after its first chunk (by the time limit, or a signal) handed the start back
+    as it was: the identity start (its product I + noise) against 10 I at rel 0.90. It comes back at its best multiple on the columns
+    the pass read (as Adam's fit where no step fits), kept_start, no step taken."""
+    n = 512
+    X = 10.0 * np.eye(n) + 0.01 * np.random.default_rng(0).standard_normal((n, n))
+
+    def slow(a, b):
+        fake_clock.advance(0.01 * (b - a))  # a pass "takes" 5.12 s, its first chunk of 256 columns 2.56 s
+        return X[:, a:b]
+
+    if stop == "interrupted":
+        checks = iter([False, True])  # the stop comes after the first chunk
+        monkeypatch.setattr(K, "stop_requested", lambda: next(checks, True))
+    fit, offs, start = _rounds(X, slow, time_limit=3.0 if stop == "time_limit" else None)
+
+    def rel(v):
+        return np.linalg.norm(X - ChordOperator(v, offs).to_dense()) / np.linalg.norm(X)
+
+    P = ChordOperator(start, offs).to_dense()
+    best = rel(start * (np.vdot(X, P) / np.vdot(P, P)) ** (1 / len(start)))  # the whole matrix's best multiple
+    assert rel(start) > 0.9 and best < 0.6
+    assert (fit.stop_reason, fit.steps, fit.optimizer, fit.kept_start) == (stop, 0, "sketch", True)
+    assert fit.multiple > 5 and rel(fit.values) == pytest.approx(best, rel=0.05)
+
+
 def test_rounds_end_where_one_gains_less_than_its_share_on_the_held_out_columns():
     """A round that lowers its held-out error by no more than settings.sketch_min_gain of where it began
     ends the rounds ("no_progress", for fit_columns_auto to go on by passes); an exact start gains nothing."""

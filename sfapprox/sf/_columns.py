@@ -539,10 +539,11 @@ def _first_step_fits(probe: FirstBlock, deadline: _timing.Deadline, settings: Co
     return deadline.fits(probe.step_seconds + measure)
 
 
-def _start_kept(values: np.ndarray, probe: FirstBlock) -> ColumnFit:
-    """The fit where no step fits the time: the start (copied), at its best multiple on the probe's
-    columns (no worse than storing nothing), as a fit whose steps were worse than its start hands it back."""
-    out = ColumnFit(values=np.array(values, dtype=np.float64, order="C"), stop_reason=StopReason.TIME_LIMIT)
+def _start_kept(values: np.ndarray, probe: FirstBlock, stop_reason: str = StopReason.TIME_LIMIT) -> ColumnFit:
+    """The fit where no step fits the time (or a stop came before the first): the start (copied), at its
+    best multiple on the probe's columns (no worse than storing nothing), as a fit whose steps were worse
+    than its start hands it back."""
+    out = ColumnFit(values=np.array(values, dtype=np.float64, order="C"), stop_reason=stop_reason)
     _end_at_best_multiple(out, values, probe.sums, probe.sums)
     out.kept_start = True
     return out
@@ -559,6 +560,17 @@ def _evaluate_block(columns: Callable[[int, int], np.ndarray], xk: np.ndarray, o
     norm2 = _fill(block, columns, start, width)
     loss = block_loss_and_grad(xk, offsets, block, start, list(grads), width, add=False)
     return (stop, loss, norm2, *_products(grads, xk, loss, norm2))
+
+
+def block_sums(values: np.ndarray, offsets, block: np.ndarray, start: int, norm2: float, width: int,
+               groups: int = 1) -> tuple[float, float, float]:
+    """``(||X_S||^2, <X_S, P_S>, ||P_S||^2)`` of ``values``' product on a block already read (``block``:
+    ``X[:, start:start + b]`` in the kernel's dtype, C-contiguous; ``norm2``: ``||X_S||^2``), as
+    :class:`FirstBlock`'s ``sums``: its best multiple (:func:`_start_kept`) without reading the columns again."""
+    xk = np.ascontiguousarray(values, dtype=block.dtype)
+    grads = np.empty((max(1, groups), *values.shape), dtype=block.dtype)
+    loss = block_loss_and_grad(xk, offsets, block, start, list(grads), width, add=False)
+    return (norm2, *_products(grads, xk, loss, norm2))
 
 
 def _error_at_multiple(sums: tuple[float, float, float]) -> float:

@@ -38,7 +38,8 @@ from .. import _streams, _timing
 from .._settings import DEFAULT_SEED
 from .._signals import stop_requested
 from .._threads import compiled_threads, torch_threads
-from ._columns import ColumnFit, ColumnSettings, _announce, _fill, _products, best_multiple, column_fit_memory
+from ._columns import (ColumnFit, ColumnSettings, FirstBlock, _announce, _fill, _products, _start_kept, best_multiple,
+                       block_sums, column_fit_memory)
 from ._kernels import sketch_loss_and_grad
 from ._solver import StopReason
 
@@ -93,8 +94,9 @@ def sketch_shape(n: int, width: int, settings: ColumnSettings) -> tuple[int, int
 
 
 def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dtype, *, seed: int = DEFAULT_SEED,
-                  chunk: int = 256, piece: int = 32,
-                  deadline: _timing.Deadline | None = None) -> tuple[np.ndarray, np.ndarray, float] | None:
+                  chunk: int = 256, piece: int = 32, deadline: _timing.Deadline | None = None,
+                  first: Callable[[np.ndarray, float], None] | None = None,
+                  ) -> tuple[np.ndarray, np.ndarray, float] | None:
     """``Y = X S`` by one pass over ``X``'s columns, ``chunk`` at a time, and the test matrix ``S``.
 
     Parameters
@@ -117,6 +119,10 @@ def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dty
         Where given, the pass is priced by its chunks as it goes: after each, the rest at their mean rate
         must end by it, else the pass stops (its first chunk, a small share of a pass at large ``N``, prices
         it before the rest is begun).
+    first : callable, optional
+        ``first(block, norm2)`` with the pass's first chunk ``X[:, :chunk]`` (in ``dtype``) and its
+        ``||.||_F^2``, before the rest is read: what a pass stopped after it still tells (its seconds
+        are not counted in the pass's price).
 
     Returns
     -------
@@ -143,8 +149,13 @@ def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dty
                 raise KeyboardInterrupt
             stop = min(n, start + chunk)
             block = full if stop - start == chunk else np.empty((n, stop - start), dtype=dtype)
-            norm2 += _fill(block, columns, start, piece)
+            read = _fill(block, columns, start, piece)
+            norm2 += read
             _flush_subnormal(block)
+            if first is not None and start == 0:
+                t0 = _timing.now()
+                first(block, read)
+                began += _timing.now() - t0  # (not the pass's: the rest is priced by its reads and products)
             for r in range(0, n, SKETCH_ROWS):
                 out = product[:min(n, r + SKETCH_ROWS) - r]
                 np.matmul(block[r:r + out.shape[0]], S[start:stop], out=out)
@@ -389,7 +400,11 @@ def fit_rounds(
     A round starts only where its pass and a few iterations fit the time left;
     the rounds end (``"no_progress"``) where one lowered its held-out error by
     less than ``settings.sketch_min_gain`` of where it began, and
-    :func:`._columns.fit_columns_auto` goes on from there by passes.
+    :func:`._columns.fit_columns_auto` goes on from there by passes.  A first
+    pass stopped by the time limit or a signal hands the start back at its best
+    multiple on the pass's first chunk of columns (``kept_start``), as Adam's fit
+    does where no step fits: it came back as it was, the identity start at the
+    scale of ``||X||`` (rel 1.41 or more on a matrix of zero trace, worse than storing nothing).
 
     Parameters and result as :func:`._columns.fit_columns` (``steps``: iterations
     of all rounds; ``evaluations``: their L-BFGS evaluations on the sketches;
@@ -406,6 +421,11 @@ def fit_rounds(
     began = _timing.now()
     pass_seconds = iteration_seconds = 0.0
     rounds = 0
+    sums: list[tuple[float, float, float]] = []  # the start's on the first pass's first chunk
+
+    def measure(block: np.ndarray, norm2: float) -> None:
+        sums.append(block_sums(values, offsets, block, 0, norm2, width, settings.groups))
+
     try:
         while out.steps < max_iter:
             if rounds and not deadline.fits(pass_seconds + CHECK_EVERY * iteration_seconds):
@@ -415,7 +435,8 @@ def fit_rounds(
             # the first pass has no last one to price it: its own first chunk does (at N = 100,000 a whole
             # pass over the columns, taken whatever it cost); the later ones are priced above
             sketched = sketch_target(columns, n, fitted + held, low, seed=seed * 7919 + rounds, piece=width,
-                                     deadline=None if rounds or time_limit is None else deadline)
+                                     deadline=None if rounds or time_limit is None else deadline,
+                                     first=None if rounds else measure)
             if sketched is None:
                 out.stop_reason = StopReason.TIME_LIMIT
                 break
@@ -453,4 +474,6 @@ def fit_rounds(
             out.stop_reason = StopReason.MAX_ITER
     except KeyboardInterrupt:
         out.stop_reason = StopReason.INTERRUPTED
+    if not rounds and sums:  # no sketch was made: the start, at its best multiple
+        return replace(_start_kept(values, FirstBlock(0.0, sums[0]), out.stop_reason), optimizer="sketch")
     return out
