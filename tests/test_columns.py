@@ -22,7 +22,7 @@ from sfapprox.sf import _kernels
 from sfapprox.sf._sketch import fit_rounds
 from sfapprox.sf._multistart import start_values
 from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET, estimate_fit_memory
-from sfapprox.sources import ArraySource, KernelMatrix
+from sfapprox.sources import ArraySource, KernelMatrix, MatrixSource
 
 
 def _planted(n: int, seed: int = 0) -> np.ndarray:
@@ -833,12 +833,16 @@ def test_from_columns_a_fit_never_ends_worse_than_its_rank_one_start():
         assert sf.params_["path"] == "columns" and sf.rel_error_ < 1e-6 and sf.params_.get("kept_start")
 
 
-class _SlowColumns(ArraySource):
-    """Every request for columns "takes" one second on the fake clock."""
+class _SlowColumns(MatrixSource):
+    """The columns of ``array``, every request "taking" one second on the fake clock; no product of its own
+    (as a kernel's), so the rank-one start's ``X^T u`` is a pass over them (an ArraySource's is one product)."""
 
     def __init__(self, array, clock):
-        super().__init__(array)
-        self._clock = clock
+        super().__init__(array.shape[0])
+        self.array, self._clock = array, clock
+
+    def _columns(self, J):
+        return self.array[:, J]
 
     def columns(self, J):
         self._clock.advance(1.0)

@@ -21,7 +21,7 @@ from sfapprox.sf import _columns as C
 from sfapprox.sf import model
 from sfapprox.sf._multistart import start_values
 from sfapprox.sf.model import COMPILED_WORKING_SET, LIBRARY_WORKING_SET, estimate_fit_memory
-from sfapprox.sources import ArraySource, KernelMatrix, SparseSource
+from sfapprox.sources import ArraySource, KernelMatrix, MatrixSource, SparseSource
 from test_columns import _slow_kernel  # (the fit from columns' own tests: one fake slow kernel)
 
 
@@ -42,14 +42,20 @@ def _smooth(n: int) -> np.ndarray:
     return KernelMatrix(np.linspace(0, 4, n)[:, None], bandwidth=1.5).to_dense()
 
 
-class _Timed(ArraySource):
-    """Columns that "take" ``per_call`` seconds a request and ``per_column`` a column on the fake clock;
-    ``reads`` lists each request's columns."""
+class _Timed(MatrixSource):
+    """The columns of ``array`` that "take" ``per_call`` seconds a request and ``per_column`` a column on the
+    fake clock; ``reads`` lists each request's columns.  No product of its own (as a kernel's): the rank-one
+    start's ``X^T u`` is a pass over its columns, which the time guards price (an array in memory, an
+    ArraySource, gives it by one product)."""
 
     def __init__(self, array, clock, per_call: float = 0.0, per_column: float = 0.0):
-        super().__init__(array)
+        super().__init__(array.shape[0])
+        self.array = array
         self._clock, self._call, self._column = clock, per_call, per_column
         self.reads: list[int] = []
+
+    def _columns(self, J):
+        return self.array[:, J]
 
     def columns(self, J):
         self.reads.append(len(J))
@@ -120,6 +126,42 @@ def test_a_sparse_source_gives_the_rank_one_start_by_its_sparse_product(monkeypa
     monkeypatch.setattr(model, "_transposed_product", refused)
     sf = ChordSF(init="rank1", max_iter=2, time_limit=None, max_memory=_column_limit(512),
                  device="cpu").fit(sp.csr_matrix(A))
+    assert sf.params_["path"] == "columns" and sf.init_ == "rank1"
+
+
+def test_a_source_with_a_product_of_its_own_gives_the_rank_one_start_by_it(monkeypatch):
+    """X^T u by the source's own product where it has one (an array in memory, a covariance's factored form,
+    a LinearOperator's rmatvec), not a pass over its columns: a covariance's columns cost O(m N) each, its
+    product O(m N) in all. The same vector; an operator without rmatvec still makes the pass."""
+    from scipy.sparse.linalg import LinearOperator, aslinearoperator
+
+    from sfapprox.sources import CovarianceMatrix, OperatorSource
+
+    rng = np.random.default_rng(0)
+    A = _smooth(256)
+    table = rng.standard_normal((40, 256))
+    u = rng.standard_normal(256)
+    u /= np.linalg.norm(u)
+    pilot = model._Pilot(fro=1.0, trace=0.0, top=1.0, left=u, seconds=0.0, columns=256)
+    made = []
+    real = model._transposed_product
+    monkeypatch.setattr(model, "_transposed_product", lambda src, *a: made.append(src) or real(src, *a))
+    for src, exact in ((ArraySource(A), A.T @ u), (CovarianceMatrix(table), np.cov(table, rowvar=False) @ u),
+                       (OperatorSource(aslinearoperator(A)), A.T @ u)):
+        v, why = model._rank_one_product(src, pilot, 256, 32, math.inf, 0.5)
+        assert why is None and np.allclose(v, exact, rtol=1e-10, atol=1e-12), src
+    assert made == []
+    no_transpose = OperatorSource(LinearOperator((256, 256), matvec=lambda b: A @ b, matmat=lambda B: A @ B,
+                                                 dtype=float))
+    v, why = model._rank_one_product(no_transpose, pilot, 256, 32, math.inf, 0.5)
+    assert why is None and made == [no_transpose] and np.allclose(v, A.T @ u)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the rank-one start read the columns")
+
+    monkeypatch.setattr(model, "_transposed_product", refused)
+    sf = ChordSF(init="rank1", max_iter=2, time_limit=None, max_memory=_column_limit(256),
+                 device="cpu").fit(CovarianceMatrix(table))
     assert sf.params_["path"] == "columns" and sf.init_ == "rank1"
 
 

@@ -1225,9 +1225,10 @@ class ChordSF(Approximation):
         its pass was not made or not finished (None where it was, or where ``"auto"`` judged it would not pay).
 
         ``u`` is the pilot columns' top left singular vector and ``v = X^T u``
-        (:func:`_rank_one_product`: the sparse product of a source held sparse,
-        else one pass over the columns, ``chunk`` at a time in pieces of ``width``
-        as the fit reads them: the best ``v`` for that ``u``).  For ``"auto"``
+        (:func:`_rank_one_product`: the sparse product of a source held sparse or
+        the product of its own of one that has it, else one pass over the columns,
+        ``chunk`` at a time in pieces of ``width`` as the fit reads them: the best
+        ``v`` for that ``u``).  For ``"auto"``
         only where it pays against the identity start (the one it would
         replace, at its best multiple; :func:`._multistart.rank_one_pays`), as
         the pilot columns estimate first (no pass where they say it would not)
@@ -1940,14 +1941,22 @@ def _rank_one_product(source: MatrixSource, pilot: _Pilot, chunk: int, width: in
     and None where it is not, with why.
 
     A source held sparse gives it by its sparse product, ``O(nnz)``: the pass over its dense column blocks
-    took 18 s of a 20 s limit at N = 100,000 (10 non-zeros a column, 800 KB a column read).  Any other is
-    read by columns (:func:`_transposed_product`), priced first at the rate of the pilot's columns: a pass
-    that would take longer is not begun, and one whose own chunks then say so is stopped.
+    took 18 s of a 20 s limit at N = 100,000 (10 non-zeros a column, 800 KB a column read).  So does any
+    source with a product of its own (:attr:`~sfapprox.sources.MatrixSource.products_by_columns` False: a
+    covariance's ``A_c^T (A_c u)``, ``O(m N)`` where a pass computes ``N^2`` entries; a LinearOperator's
+    ``rmatvec``; an array in memory, one read without the blocks' copies), unpriced as every use of it is
+    (:func:`_own_transposed_product`).  Any other, or an operator without ``rmatvec``, is read by columns
+    (:func:`_transposed_product`), priced first at the rate of the pilot's columns: a pass that would take
+    longer is not begun, and one whose own chunks then say so is stopped.
     """
     n = source.n
     matrix = source.sparse_matrix
     if matrix is not None:
         return np.asarray(matrix.T @ pilot.left, dtype=np.float64).reshape(n), None
+    if not source.products_by_columns:
+        v = _own_transposed_product(source, pilot.left)
+        if v is not None:
+            return v, None
     estimate = pilot.seconds * n / max(1, pilot.columns)
     if estimate > seconds:
         return None, (f"at the rate of its first {counted(pilot.columns, 'column')} the pass would take about "
@@ -1959,6 +1968,16 @@ def _rank_one_product(source: MatrixSource, pilot: _Pilot, chunk: int, width: in
                       f"about {limit_text(took * n / max(1, done))} s, over the {limit_text(seconds)} s it may take "
                       f"({share:.0%} of the time left)")
     return v, None
+
+
+def _own_transposed_product(source: MatrixSource, u: np.ndarray) -> np.ndarray | None:
+    """``X^T u`` by ``source``'s own product (:meth:`~sfapprox.sources.MatrixSource.rmatmat`), or None where
+    it has none for ``X^T``: a LinearOperator given ``matvec`` alone, whose ``rmatvec`` scipy refuses with
+    NotImplementedError before any work (its columns, ``X @ I[:, J]``, still make the pass)."""
+    try:
+        return np.asarray(source.rmatmat(u), dtype=np.float64).reshape(source.n)
+    except NotImplementedError:
+        return None
 
 
 def _transposed_product(source: MatrixSource, u: np.ndarray, chunk: int, width: int,
