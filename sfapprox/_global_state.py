@@ -33,14 +33,17 @@ def python_random_kept() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def logs_off(*names: str, below: int = logging.CRITICAL + 1) -> Iterator[None]:
+def logs_off(*names: str | logging.Logger, below: int = logging.CRITICAL + 1) -> Iterator[None]:
     """The loggers ``names`` silenced below ``below`` for the block, their levels restored after.
 
     A logger already set above ``below`` keeps its level (silencing never makes one say more).  Used
     for dask's own ERROR logs of a failure sfapprox raises and says in one line, and for pooch's
-    "Downloading ..." notes, which the caller's own settings of these loggers outlast.
+    "Downloading ..." notes, which the caller's own settings of these loggers outlast.  A logger is
+    given by its name or as the object itself: pooch's is ``logging.Logger("pooch")``, made outside
+    :mod:`logging`'s registry, so ``logging.getLogger("pooch")`` is another logger, and quieting that
+    one left pooch's notes on stderr.
     """
-    logs = [logging.getLogger(name) for name in names]
+    logs = [name if isinstance(name, logging.Logger) else logging.getLogger(name) for name in names]
     levels = [log.level for log in logs]
     for log, level in zip(logs, levels):
         log.setLevel(max(level, below))

@@ -121,6 +121,28 @@ def test_a_download_leaves_the_callers_pooch_logger_as_it_was(tmp_path, server):
         log.setLevel(level)
 
 
+def test_a_download_says_nothing_through_pooch_s_logger(tmp_path, server):
+    """pooch's "Downloading data from ..." note reached stderr in every download (``sfapprox datasets
+    fetch``, ``batch``): the quieting set ``logging.getLogger("pooch")``, which is not pooch's logger
+    (``pooch.get_logger()`` is a ``logging.Logger`` made outside logging's registry)."""
+    import logging
+
+    import pooch
+
+    base, www, _ = server
+    (www / "strike.paj").write_bytes(STRIKE)
+    e = entry(tmp_path, f'file = "pajek/strike.paj"\nurl = "{base}/strike.paj"\nsha256 = "{SHA}"\n')
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    pooch.get_logger().addHandler(handler)
+    try:
+        assert fetch_entry(e, cache=tmp_path / "cache").origin == "download"
+    finally:
+        pooch.get_logger().removeHandler(handler)
+    assert not [r.getMessage() for r in records if r.levelno < logging.WARNING]
+
+
 def test_a_download_works_with_a_pooch_without_a_default_timeout(tmp_path, server, monkeypatch):
     """pyproject allows pooch 1.7, whose ``pooch.downloaders`` has no ``DEFAULT_TIMEOUT`` (1.8 added it):
     importing it made every download an ImportError, reported as "download ... failed"."""

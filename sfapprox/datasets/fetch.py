@@ -583,7 +583,8 @@ def _download(entry: Entry, target: Path, max_bytes: int | None) -> tuple[Path, 
     """Download ``entry.url`` into ``target`` (the entry's cache folder); return the file path and whether it was verified."""
     import pooch
 
-    with logs_off(pooch.get_logger().name, below=logging.WARNING):  # no "Downloading ..." chatter on stderr
+    # no "Downloading ..." chatter on stderr (pooch's own logger object: its name is not in logging's registry)
+    with logs_off(pooch.get_logger(), below=logging.WARNING):
         return _downloaded(pooch, entry, target, max_bytes)
 
 
