@@ -21,6 +21,7 @@ shares.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import socket
@@ -43,6 +44,9 @@ HOLDER_SUFFIX = ".sfapprox-lock.json"
 
 #: Locks this process holds, by lock file: taking one again (fit_matrix inside the CLI's hold) nests.
 _held: dict[str, Any] = {}
+
+#: What the holder file's temporary adds to its name: a dot, and ".<pid>.tmp" (pids have at most 7 digits).
+_TMP_ROOM = 1 + 1 + 7 + 4
 
 #: How many times a lock whose file another holder removed meanwhile is taken again (see _acquire).
 _RETRIES = 20
@@ -186,12 +190,15 @@ def held_lock(
         ``busy``'s, when the lock is held elsewhere and ``wait`` does not allow
         waiting (long enough).
     OSError
-        When the lock file cannot be created or opened (a read-only folder).
+        When the lock file cannot be created or opened (a read-only folder, a
+        folder that does not exist: never created here).
     """
     key = os.fspath(lock_file)
     if key in _held:  # this process holds it already: nest
         yield
         return
+    if not lock_file.parent.is_dir():  # filelock would create it: a lock makes no folder
+        raise FileNotFoundError(errno.ENOENT, "no such folder", os.fspath(lock_file.parent))
     lock = _acquire(lock_file, holder_file, busy, wait, on_wait)
     _held[key] = lock
     try:
@@ -285,8 +292,9 @@ def output_lock_files(path: str | os.PathLike) -> tuple[Path, Path] | None:
     target = resolved_path(output_target(path))  # (a loop of links: a one-line ParameterError)
     if stream_kind(target) is not None:
         return None
-    # cut where the name is long: the same cut in every process, so it is still one lock
-    stem = "." + shortened(target.name, NAME_MAX - 1 - len(os.fsencode(HOLDER_SUFFIX)))
+    # cut where the name is long: the same cut in every process, so it is still one lock (room left for
+    # the holder file's temporary, ".<holder>.<pid>.tmp")
+    stem = "." + shortened(target.name, NAME_MAX - 1 - len(os.fsencode(HOLDER_SUFFIX)) - _TMP_ROOM)
     return target.with_name(stem + LOCK_SUFFIX), target.with_name(stem + HOLDER_SUFFIX)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from ._atomic import FileStamp, OutputError, OutputExistsError, write_json
 from ._errors import ParameterError, parameter
 from ._old_api import options_keywords
+from ._output_lock import output_lock
 from ._settings import SF_BASE, SF_NAMED_INITS, SF_SUPPORT, FitSettings, LoadOptions
 from .budget import parse_budget, resolve_budget, sf_config_for_budget
 from .comparison import MatrixInput, as_loaded_matrix, check_settings, compare, opened_input, scoring_seconds, warnings_at_caller
@@ -145,7 +146,11 @@ def fit_matrix(
         :class:`~sfapprox.ParameterError`.
     out, json_path : path, optional
         Output files (written atomically, even after a Ctrl-C that stopped
-        the fit: the best factors found are saved).
+        the fit: the best factors found are saved).  ``out`` is locked from
+        the start of the call to its final write (a hidden ``.NAME.sfapprox-lock``
+        beside it, removed at the end; :func:`~sfapprox._output_lock.output_lock`):
+        a second fit writing the same file, in another process, refuses at
+        once.  Standard output, a pipe or a device is not locked.
     force : bool, default=True
         Overwrite existing output files.
     load : LoadOptions, optional
@@ -172,6 +177,8 @@ def fit_matrix(
 
     Raises
     ------
+    OutputBusyError
+        Before any work, when another process is writing ``out`` (one line naming it and that process).
     OutputError, OutputExistsError
         After the fit, when an output could not be written (a full disk) or its name was taken
         meanwhile (the result kept aside): each output is tried whatever became of the other.  The
@@ -195,6 +202,15 @@ def fit_matrix(
                                                   ) as (callback, _):
             return fit_matrix(matrix, settings=settings, budget=budget, out=out, json_path=json_path, force=force,
                               load=load, callback=callback, replaces=replaces, **sf_params)
+    # one fit per output file: a second one refuses here, before any work, naming the first (a fit started
+    # twice on one --out ran for minutes, then kept its result aside or replaced the other's checkpoints)
+    with output_lock(out):  # (nests: the CLI took it already, before reading the matrix)
+        return _fit(matrix, settings, budget, out, json_path, force, load, callback, replaces, sf_params)
+
+
+def _fit(matrix: MatrixInput, settings: FitSettings, budget, out, json_path, force: bool, load: LoadOptions | None,
+         callback, replaces, sf_params: dict[str, Any]) -> FitRun:
+    """:func:`fit_matrix`'s work once its options are checked and its output locked."""
     # its module loads torch (1-2 s in a fresh process): said on the fit's display, as a comparison says it
     ChordSF = _chord_sf(callback)
 

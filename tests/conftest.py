@@ -226,3 +226,40 @@ def slow_import(monkeypatch):
         monkeypatch.setattr(builtins, "__import__", slow)
 
     return make_slow
+
+
+_OUTPUT_HOLDER = """
+import sys
+from sfapprox._output_lock import output_lock
+with output_lock(sys.argv[1]):
+    print("locked", flush=True)
+    sys.stdin.read()
+"""
+
+
+@pytest.fixture
+def output_holder():
+    """``start(path)``: a process that holds the lock of the output ``path`` (as a fit writing it does) until
+    the test ends or kills it; returns the process, once it holds the lock."""
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(repo) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    procs: list[subprocess.Popen] = []
+
+    def start(path) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-c", _OUTPUT_HOLDER, str(path)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True, env=env)
+        procs.append(proc)
+        assert proc.stdout.readline().strip() == "locked"
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()

@@ -160,6 +160,36 @@ def test_a_start_of_another_matrix_is_said_where_the_checkpoints_replace_its_fil
     assert run.summary["init_note"] and "not to this file" in run.summary["init_note"]
 
 
+def test_a_fit_resuming_onto_its_own_checkpoint_holds_its_outputs_lock_and_removes_it(tmp_path):
+    """fit --init F --out F --force --checkpoint-every: one process reads, checkpoints and writes F under the one
+    lock it took before the fit (its holder file naming it), removed at the end."""
+    import os
+
+    from sfapprox._output_lock import read_holder_file
+
+    path, holder = tmp_path / "f.h5", tmp_path / ".f.h5.sfapprox-lock.json"
+    matrix = np.random.default_rng(0).random((30, 30))
+    fit_matrix(matrix, settings=FitSettings(max_iter=5, device="cpu", time_limit=None), out=path)
+    seen = []
+    run = fit_matrix(matrix, settings=FitSettings(max_iter=30, device="cpu", time_limit=None), init=str(path),
+                     out=path, force=True, checkpoint=path, checkpoint_every=0.001,
+                     callback=lambda info: seen.append(read_holder_file(holder).get("pid")))
+    assert run.summary["iterations_before"] == 5 and seen and set(seen) == {os.getpid()}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.h5"]
+
+
+@pytest.mark.skipif(__import__("os").name != "posix", reason="flock")
+def test_a_fit_whose_out_another_process_writes_refuses_before_reading_its_matrix(tmp_path, output_holder):
+    from sfapprox._output_lock import OutputBusyError
+
+    path = tmp_path / "f.h5"
+    holder = output_holder(path)
+    with pytest.raises(OutputBusyError, match=rf"^{re.escape(str(path))}: is being written by another run "
+                                              rf"\(pid {holder.pid} on .*; wait for it to end or choose another out=$"):
+        fit_matrix(tmp_path / "missing.npy", out=path)  # refused before the read that would fail
+    assert not path.exists()
+
+
 def test_a_checkpoint_of_a_fit_from_another_matrix_s_start_says_so(tmp_path):
     """The checkpoints of fit B --init A.h5 (a fit of another matrix) had no note: info said their iterations
     were "(+ N before the resume)", where the final file says "of the start's fit, of another matrix"."""

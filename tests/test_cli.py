@@ -565,6 +565,58 @@ def test_the_table_of_a_resumed_fit_names_the_file_it_started_from(tmp_path, mon
     assert re.search(r"init\s*│\s*saved \(" + re.escape(str(start)), res.output), res.output
 
 
+@pytest.mark.skipif(os.name != "posix", reason="flock, symbolic links")
+@pytest.mark.parametrize("spelling", ["same", "link", "relative"])
+def test_a_second_fit_on_one_out_refuses_at_once_naming_the_first(tmp_path, small_mtx, output_holder, monkeypatch,
+                                                                  spelling):
+    """Two `fit --out f.h5 --checkpoint-every 60 --force` started together both ran for minutes: the second found
+    out at its first checkpoint (its file kept aside), or with --force replaced the other's checkpoints.  Now the
+    second refuses before reading its matrix, naming the first, whichever spelling of the file it was given."""
+    out = tmp_path / "f.h5"
+    holder = output_holder(out)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "g.h5").symlink_to(out)
+    monkeypatch.chdir(tmp_path / "sub")
+    given = {"same": out, "link": tmp_path / "g.h5", "relative": Path("..") / "f.h5"}[spelling]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    read = []
+    monkeypatch.setattr("sfapprox.cli.fit.read_matrix", lambda *args: read.append(args))
+    res = invoke("fit", small_mtx, "--out", given, "--force", "--checkpoint-every", 60, "--device", "cpu",
+                 "--iters", 5)
+    assert res.exit_code == 2, res.output
+    [line] = res.output.strip().splitlines()
+    assert line.startswith(f"error: {given}: is being written by another run (pid {holder.pid} on "), line
+    assert "started " in line
+    assert line.endswith("; wait for it to end or choose another --out")
+    assert not read and sorted(p.name for p in tmp_path.iterdir()) == before  # no work, nothing written
+
+
+@pytest.mark.skipif(os.name != "posix", reason="flock and POSIX signals")
+def test_kill_9_of_the_fit_writing_an_out_frees_it(tmp_path, small_mtx, output_holder):
+    import signal
+
+    out = tmp_path / "f.h5"
+    holder = output_holder(out)
+    assert json.loads((tmp_path / ".f.h5.sfapprox-lock.json").read_text())["pid"] == holder.pid
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(10)
+    res = invoke("fit", small_mtx, "--out", out, "--checkpoint-every", 60, "--device", "cpu", "--iters", 5, "-q")
+    assert res.exit_code == 0, res.output  # the kernel released the lock; its holder file named no one
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.h5", "small.mtx"]  # lock and holder removed at the end
+
+
+def test_a_fit_to_standard_output_takes_no_lock(tmp_path, small_mtx, monkeypatch):
+    """--out - is written through: no second writer can clobber it, and there is no folder to lock in."""
+    def no_lock(*args, **kwargs):
+        raise AssertionError(f"a lock was taken: {args}")
+
+    monkeypatch.setattr("sfapprox._output_lock.held_lock", no_lock)
+    res = runner.invoke(app, ["fit", str(small_mtx), "--out", "-", "--device", "cpu", "--iters", "5", "-q"])
+    assert res.exit_code == 0, res.output
+    res = invoke("fit", small_mtx, "--out", tmp_path / "f.h5", "--device", "cpu", "--iters", "5", "-q")
+    assert isinstance(res.exception, AssertionError)  # (a file's fit does take it)
+
+
 def test_fit_of_a_kernel_over_the_memory_limit_runs_from_columns(tmp_path):
     """`fit points.csv --kernel rbf` whose in-memory fit is over --max-memory: SF from column blocks,
     never formed; the table says which path ran and the error is scored from the columns."""

@@ -332,3 +332,52 @@ def test_a_loop_of_links_as_the_folder_to_lock_is_a_one_line_error(tmp_path):
     with pytest.raises(ParameterError, match=r"a: a symbolic link that leads back to itself \(a loop\)"):
         with folder_lock(tmp_path / "a"):
             pass
+
+
+def test_a_batch_leaves_no_lock_file_behind(tmp_path):
+    out = tmp_path / "out"
+    run_batch(manifest(tmp_path), out, TSVD)
+    assert not (out / ".sfapprox-batch.lock").exists() and not (out / HOLDER_FILE).exists()
+
+
+def test_an_outputs_lock_makes_no_folder_and_is_gone_after(tmp_path):
+    from sfapprox._output_lock import output_lock
+
+    with output_lock(tmp_path / "missing" / "f.h5"):  # its write will say the folder is missing
+        assert not (tmp_path / "missing").exists()
+    with output_lock(tmp_path / "f.h5"):
+        assert sorted(p.name for p in tmp_path.iterdir()) == [".f.h5.sfapprox-lock", ".f.h5.sfapprox-lock.json"]
+        assert read_holder(tmp_path) == {}  # (a file's holder is not the folder's)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_whose_lock_cannot_be_made_is_written_unlocked(tmp_path, monkeypatch):
+    """A folder where the lock file cannot be created (another user's lock file, a read-only folder whose
+    output's own write fails anyway): the lock never makes a fit impossible that could write its file."""
+    import filelock
+    import numpy as np
+
+    from sfapprox import fit_matrix
+
+    tried = []
+
+    def refused(self, *args, **kwargs):
+        tried.append(self.lock_file)
+        raise PermissionError(13, "Permission denied", self.lock_file)
+
+    monkeypatch.setattr(filelock.FileLock, "acquire", refused)
+    path = tmp_path / "f.h5"
+    fit_matrix(np.eye(8), settings=FitSettings(max_iter=5, device="cpu"), out=path)
+    assert tried == [str(tmp_path / ".f.h5.sfapprox-lock")]  # the fit asked for its lock, and went on without it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.h5"]
+
+
+def test_a_long_outputs_name_gets_a_lock_file_name_that_fits(tmp_path):
+    from sfapprox._atomic import NAME_MAX
+    from sfapprox._output_lock import output_lock, output_lock_files
+
+    long = tmp_path / ("é" * 120 + ".h5")  # 243 bytes: its lock file's full name would be over NAME_MAX
+    lock_file, holder_file = output_lock_files(long)
+    assert len(os.fsencode(holder_file.name)) <= NAME_MAX and lock_file.name.endswith(".sfapprox-lock")
+    with output_lock(long):
+        assert holder_file.exists()

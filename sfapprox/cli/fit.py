@@ -13,6 +13,7 @@ from rich.text import Text
 
 from .._atomic import FileStamp, OutputError, OutputExistsError, output_target, stream_kind
 from .._errors import ParameterError
+from .._output_lock import output_lock
 from .._settings import SF_BASE, SF_FTOL, SF_GTOL, SF_INIT, SF_NAMED_INITS, SF_SUPPORT
 from ..formats import counted, fact_text, fmt_seconds, jsonable, limit_text
 from . import _options as o
@@ -98,25 +99,28 @@ def fit(
         check_distinct(("--out", out_path), ("--json", None if to_stdout else json_path))
         _check_sf_options(ftol=ftol, gtol=gtol, n_factors=factors, support=support, base=base,
                           **({"checkpoint_every": checkpoint_every} if checkpoint_every else {}))
-        loaded = read_matrix(path, load, quiet)
-        show_notes(loaded)
-        label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
-        with fit_progress(f"SF {label}", settings.max_iter, quiet, settings.per_method(1).time_limit) as progress:
-            # A Ctrl-C inside the optimizer is caught by ChordSF.fit (stop_reason
-            # "interrupted", best factors kept); fit_matrix then writes the outputs.
-            try:
-                run, failures = fit_matrix(
-                    loaded, settings=settings, budget=budget, out=out_path, json_path=None if to_stdout else json_path,
-                    # --out was checked before the fit; with checkpoints the file there is this fit's own.
-                    force=force or checkpoint_every is not None, callback=announce_start(progress, f"SF {label}", quiet),
-                    ftol=ftol, gtol=gtol, n_factors=factors, init=init, support=support, base=base,
-                    **({"checkpoint": out_path, "checkpoint_every": checkpoint_every, "replaces": replaces}
-                       if checkpoint_every else {}),
-                ), []
-            except (OutputError, OutputExistsError) as exc:
-                if getattr(exc, "run", None) is None:
-                    raise
-                run, failures = exc.run, exc.failures  # the fit is done: its table is shown, then what failed
+        # One fit per output file, taken before any work and held to the final write: a second fit on this
+        # file (a job started twice) refuses now, naming the first, not at its first checkpoint minutes later
+        with output_lock(out_path):
+            loaded = read_matrix(path, load, quiet)
+            show_notes(loaded)
+            label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
+            with fit_progress(f"SF {label}", settings.max_iter, quiet, settings.per_method(1).time_limit) as progress:
+                # A Ctrl-C inside the optimizer is caught by ChordSF.fit (stop_reason
+                # "interrupted", best factors kept); fit_matrix then writes the outputs.
+                try:
+                    run, failures = fit_matrix(
+                        loaded, settings=settings, budget=budget, out=out_path, json_path=None if to_stdout else json_path,
+                        # --out was checked before the fit; with checkpoints the file there is this fit's own.
+                        force=force or checkpoint_every is not None, callback=announce_start(progress, f"SF {label}", quiet),
+                        ftol=ftol, gtol=gtol, n_factors=factors, init=init, support=support, base=base,
+                        **({"checkpoint": out_path, "checkpoint_every": checkpoint_every, "replaces": replaces}
+                           if checkpoint_every else {}),
+                    ), []
+                except (OutputError, OutputExistsError) as exc:
+                    if getattr(exc, "run", None) is None:
+                        raise
+                    run, failures = exc.run, exc.failures  # the fit is done: its table is shown, then what failed
         summary = run.summary
         # What the library resolved, not only what was asked: structure, limits, device, threads.
         rows = [(k, _error(summary, k) if k in _INTERVALS else fmt_seconds(summary[k]) if k in _SECONDS
