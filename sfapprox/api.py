@@ -204,7 +204,9 @@ def fit_matrix(
                               load=load, callback=callback, replaces=replaces, **sf_params)
     # one fit per output file: a second one refuses here, before any work, naming the first (a fit started
     # twice on one --out ran for minutes, then kept its result aside or replaced the other's checkpoints)
-    with output_lock(out):  # (nests: the CLI took it already, before reading the matrix)
+    # (the lock nests: the CLI took it already, before reading the matrix; _fit's warnings, re-issued at this
+    # line, are re-issued again at the caller's)
+    with output_lock(out), warnings_at_caller():
         return _fit(matrix, settings, budget, out, json_path, force, load, callback, replaces, sf_params)
 
 
