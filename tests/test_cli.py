@@ -617,6 +617,40 @@ def test_a_fit_to_standard_output_takes_no_lock(tmp_path, small_mtx, monkeypatch
     assert isinstance(res.exception, AssertionError)  # (a file's fit does take it)
 
 
+@pytest.mark.skipif(os.name != "posix", reason="flock")
+def test_a_second_compare_saving_the_same_fits_refuses_before_fitting(tmp_path, small_mtx, output_holder,
+                                                                     monkeypatch):
+    """Two `compare --save-factors FOLDER --force` of one matrix started together both fitted for minutes and wrote
+    over each other's files: the folder held a mix of the two runs.  The second now refuses before its fits."""
+    fits = tmp_path / "fits"
+    fits.mkdir()
+    holder = output_holder(fits / "small.tsvd.h5")
+    fitted = []
+    monkeypatch.setattr("sfapprox.compare", lambda *args, **kwargs: fitted.append(args))
+    res = invoke("compare", small_mtx, "--methods", "tsvd", "--save-factors", fits, "--force", "--device", "cpu")
+    assert res.exit_code == 2, res.output
+    [line] = res.output.strip().splitlines()
+    assert line.startswith(f"error: {fits / 'small.tsvd.h5'}: is being written by another run (pid {holder.pid} on ")
+    assert line.endswith("; wait for it to end or choose another --save-factors") and not fitted
+
+
+def test_a_compare_holds_the_locks_of_its_fits_files_from_before_its_fits_in_a_folder_it_makes(tmp_path, small_mtx,
+                                                                                             monkeypatch):
+    import sfapprox
+
+    fits, seen, real = tmp_path / "new" / "fits", [], sfapprox.compare
+
+    def spy(*args, **kwargs):
+        seen.append(sorted(p.name for p in fits.iterdir()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("sfapprox.compare", spy)
+    res = invoke("compare", small_mtx, "--methods", "tsvd", "--save-factors", fits, "--device", "cpu", "-q")
+    assert res.exit_code == 0, res.output
+    assert seen == [[".small.tsvd.h5.sfapprox-lock", ".small.tsvd.h5.sfapprox-lock.json"]]
+    assert sorted(p.name for p in fits.iterdir()) == ["small.tsvd.h5"]
+
+
 def test_fit_of_a_kernel_over_the_memory_limit_runs_from_columns(tmp_path):
     """`fit points.csv --kernel rbf` whose in-memory fit is over --max-memory: SF from column blocks,
     never formed; the table says which path ran and the error is scored from the columns."""

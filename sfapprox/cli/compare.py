@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import sys
@@ -13,6 +14,7 @@ import typer
 from .._atomic import output_target, stream_kind
 from .._display import method_announcer
 from .._errors import ParameterError
+from .._output_lock import output_lock
 from . import _options as o
 from ._app import (EXIT_INTERRUPTED, announce_start, app, error_boundary, option_items, read_matrix, show_notes,
                    stop_cause)
@@ -71,43 +73,51 @@ def compare(
             from .._dask import connect
 
             client = connect(scheduler)
-        loaded = read_matrix(path, load, quiet)
-        show_notes(loaded)
-        if save_factors is not None:  # every fit's file, included rows' too: none an input or another output
-            # (each named after the matrix: result_path refuses a name over 255 bytes, refused after every fit)
-            targets = check_results_folder(save_factors, loaded.name, [*names, *included], force=outputs.force,
-                                           inputs=read_files(inputs), reading=loaded.recipe)
-            check_distinct(*named_outputs(outputs), ("--plot", plot), *(("--save-factors", t) for t in targets))
-        label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
-        try:
-            with fit_progress(label, settings.max_iter, quiet) as progress:
-                comparison = run_compare(loaded, names, budget=budget, settings=settings, count_indices=count_indices,
-                                         callback=announce_start(progress, label, quiet), include=included,
-                                         executor=client, on_result=method_announcer(progress, names))
-        finally:
-            if client is not None:
-                from .._dask import close
+        with contextlib.ExitStack() as held:  # the locks of --save-factors' files, to their write
+            loaded = read_matrix(path, load, quiet)
+            show_notes(loaded)
+            if save_factors is not None:  # every fit's file, included rows' too: none an input or another output
+                # (each named after the matrix: result_path refuses a name over 255 bytes, refused after every fit)
+                targets = check_results_folder(save_factors, loaded.name, [*names, *included], force=outputs.force,
+                                               inputs=read_files(inputs), reading=loaded.recipe)
+                check_distinct(*named_outputs(outputs), ("--plot", plot), *(("--save-factors", t) for t in targets))
+                # each fit's file locked, before the fits, to its write: a second compare saving the same files
+                # (a job started twice) refuses now, naming the first, not after its fits.  The folder is made
+                # now, for the locks (checked creatable above; made at the first write before)
+                with contextlib.suppress(OSError):  # (not made: no locks, and the write says why)
+                    Path(save_factors).mkdir(parents=True, exist_ok=True)
+                for target in targets:
+                    held.enter_context(output_lock(target, option="save_factors"))
+            label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
+            try:
+                with fit_progress(label, settings.max_iter, quiet) as progress:
+                    comparison = run_compare(loaded, names, budget=budget, settings=settings, count_indices=count_indices,
+                                             callback=announce_start(progress, label, quiet), include=included,
+                                             executor=client, on_result=method_announcer(progress, names))
+            finally:
+                if client is not None:
+                    from .._dask import close
 
-                close(client)
-        advise_limits(comparison.results, scored_apart=comparison.from_columns)
+                    close(client)
+            advise_limits(comparison.results, scored_apart=comparison.from_columns)
 
-        def write_plot() -> None:
-            from ..plotting import plot_comparison
+            def write_plot() -> None:
+                from ..plotting import plot_comparison
 
-            how = plot_comparison(loaded, comparison, plot, scale=plot_scale, force=outputs.force,
-                                  max_memory=settings.max_memory)  # (the figure too keeps to the limit)
-            note(f"wrote {plot} (colour scale {how}; --plot-scale linear|log to choose)")
+                how = plot_comparison(loaded, comparison, plot, scale=plot_scale, force=outputs.force,
+                                      max_memory=settings.max_memory)  # (the figure too keeps to the limit)
+                note(f"wrote {plot} (colour scale {how}; --plot-scale linear|log to choose)")
 
-        def write_factors(write) -> None:
-            note(f"wrote {write()}")
+            def write_factors(write) -> None:
+                note(f"wrote {write()}")
 
-        # one step per fit's file: one taken meanwhile (a second run saving there) costs that file alone
-        factor_steps = [] if save_factors is None else [
-            functools.partial(write_factors, write)
-            for write in result_writers(comparison, save_factors, source=loaded, force=outputs.force)]
-        # every output is written whatever became of the others (one taken meanwhile costs itself alone)
-        emit(comparison.tables(), comparison.to_dict(), outputs,
-             then=[*([write_plot] if plot is not None else []), *factor_steps])
+            # one step per fit's file: one taken meanwhile (a second run saving there) costs that file alone
+            factor_steps = [] if save_factors is None else [
+                functools.partial(write_factors, write)
+                for write in result_writers(comparison, save_factors, source=loaded, force=outputs.force)]
+            # every output is written whatever became of the others (one taken meanwhile costs itself alone)
+            emit(comparison.tables(), comparison.to_dict(), outputs,
+                 then=[*([write_plot] if plot is not None else []), *factor_steps])
         suggest_next(comparison, path, names)
         stopped = next((r for r in comparison.results if r.status == "interrupted"), None)
         if stopped is not None:
