@@ -30,7 +30,7 @@ def compare(
     budget: o.Budget = "sf",
     plot: o.Plot = None,
     count_indices: o.CountIndices = o.COUNT_INDICES_DEFAULT,
-    save_factors: Annotated[Optional[Path], typer.Option("--save-factors", help="Write each fitted surrogate to FOLDER/<name>.<method>.h5 (the folder is created).", metavar="FOLDER")] = None,
+    save_factors: Annotated[Optional[Path], typer.Option("--save-factors", help="Write each fitted surrogate to FOLDER/<name>.<method>.h5 (the folder is created; each file locked from before the fits to its write: a second run saving the same files refuses at once).", metavar="FOLDER")] = None,
     saved: Annotated[Optional[list[Path]], typer.Option("--with", help="A saved fit (fit --out, --save-factors) to score beside the methods; repeatable.", metavar="FILE")] = None,
     plot_scale: Annotated[Literal["auto", "linear", "log"], typer.Option("--plot-scale", **o.CHOICE, help="--plot colors: linear values, log10 |values| (sparse graphs), or auto: log below 10% non-zeros or when a few values dominate (half of the non-zeros below 2% of the largest).")] = "auto",
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="A matrix compared from its columns: run its passes on this Dask cluster (scoring, top-s, Nyström's columns, randomized SVD's and RPCA's products: their column blocks run on its workers; needs sfapprox[dask]).", metavar="ADDRESS")] = None,

@@ -32,7 +32,7 @@ def _named_start(init: str) -> str:
 @o.options(o.LOAD, o.FIT)
 def fit(
     path: o.MatrixPath,
-    out_path: Annotated[Optional[Path], typer.Option("--out", help="Write the factors to this HDF5 file ('-': standard output, not a terminal; see the README's 'Output files' for its layout).", metavar="FILE")] = None,
+    out_path: Annotated[Optional[Path], typer.Option("--out", help="Write the factors to this HDF5 file ('-': standard output, not a terminal; see the README's 'Output files' for its layout). Locked from the start to the final write: a second fit writing the same file refuses at once, naming this one.", metavar="FILE")] = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write a JSON summary to this file ('-': standard output).", metavar="FILE")] = None,
     ftol: Annotated[float, o.number("--ftol", min=0, help="Stop when the loss falls by a relative amount below this over 20 iterations.", metavar="X")] = SF_FTOL,
     gtol: Annotated[float, o.number("--gtol", min=0, help="Stop when max |gradient| falls below this (scale-free units).", metavar="X")] = SF_GTOL,
