@@ -223,6 +223,8 @@ def _acquire(lock_file: Path, holder_file: Path, busy, wait: bool | float, on_wa
         try:
             lock.acquire(timeout=0)
         except Timeout:
+            if not os.path.lexists(lock_file):  # its holder ended and removed it as we tried: try the new one
+                continue
             # who holds it, never a holder killed outright before it (its file stays until the next writes its own)
             holder = running_holder_of(holder_file)
             if wait is False or (wait is not True and float(wait) <= 0):

@@ -381,3 +381,36 @@ def test_a_long_outputs_name_gets_a_lock_file_name_that_fits(tmp_path):
     assert len(os.fsencode(holder_file.name)) <= NAME_MAX and lock_file.name.endswith(".sfapprox-lock")
     with output_lock(long):
         assert holder_file.exists()
+
+
+CHURN = textwrap.dedent("""
+    import os, sys
+    from sfapprox._output_lock import output_lock, OutputBusyError
+    out, inside = sys.argv[1], sys.argv[1] + ".inside"
+    got = overlaps = 0
+    for _ in range(int(sys.argv[2])):
+        try:
+            with output_lock(out):
+                try:
+                    os.close(os.open(inside, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                except FileExistsError:
+                    overlaps += 1
+                    continue
+                got += 1
+                os.unlink(inside)
+        except OutputBusyError:
+            pass
+    print(got, overlaps)
+""")
+
+
+def test_an_outputs_lock_removed_at_each_end_never_has_two_holders(tmp_path):
+    """Each holder removes the lock file as it ends: one who opened that file just before must not take it
+    (it would hold a lock no longer named, beside the next holder of a new file).  Three processes taking
+    and releasing one output's lock in a loop: never two inside at once, and no file left."""
+    out = tmp_path / "f.h5"
+    procs = [subprocess.Popen([sys.executable, "-c", CHURN, str(out), "400"], stdout=subprocess.PIPE, text=True,
+                              env=env()) for _ in range(3)]
+    results = [tuple(map(int, proc.communicate(timeout=120)[0].split())) for proc in procs]
+    assert all(overlaps == 0 for _, overlaps in results) and sum(got for got, _ in results) >= 400, results
+    assert list(tmp_path.iterdir()) == []
