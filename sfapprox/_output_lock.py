@@ -35,7 +35,7 @@ from typing import Any
 from ._atomic import NAME_MAX, names_descriptor, output_target, process_gone, resolved_path, shortened, stream_kind
 from ._errors import SfapproxError, parameter
 
-__all__ = ["OutputBusyError", "output_lock", "output_lock_files", "held_lock", "read_holder_file",
+__all__ = ["OutputBusyError", "output_lock", "output_lock_files", "held_lock", "held_if_possible", "read_holder_file",
            "running_holder_of", "describe_holder"]
 
 #: What an output's lock file and its holder file add to the output's name (``.F`` + these).
@@ -191,7 +191,8 @@ def held_lock(
         waiting (long enough).
     OSError
         When the lock file cannot be created or opened (a read-only folder, a
-        folder that does not exist: never created here).
+        folder that does not exist: never created here), or the file system
+        has no locks (``ENOSYS``).
     """
     key = os.fspath(lock_file)
     if key in _held:  # this process holds it already: nest
@@ -199,7 +200,10 @@ def held_lock(
         return
     if not lock_file.parent.is_dir():  # filelock would create it: a lock makes no folder
         raise FileNotFoundError(errno.ENOENT, "no such folder", os.fspath(lock_file.parent))
-    lock = _acquire(lock_file, holder_file, busy, wait, on_wait)
+    try:
+        lock = _acquire(lock_file, holder_file, busy, wait, on_wait)
+    except NotImplementedError as exc:  # filelock 3.12-3.24 on a file system without flock (NFS, Lustre)
+        raise OSError(errno.ENOSYS, f"no file locks here ({exc})", os.fspath(lock_file)) from None
     _held[key] = lock
     try:
         _write_holder(holder_file)
@@ -335,12 +339,25 @@ def output_lock(path: str | os.PathLike | None, *, option: str = "out") -> Itera
         return OutputBusyError(f"{os.fspath(path)}: is being written by another run ({describe_holder(holder)}); "
                                f"wait for it to end or choose another {parameter(option)}", Path(path), holder)
 
-    try:
-        hold = held_lock(lock_file, holder_file, busy)
-        hold.__enter__()
-    except OSError:  # no lock here: the run goes on as it did before there were locks
+    with held_if_possible(lock_file, holder_file, busy):
         yield
+
+
+@contextlib.contextmanager
+def held_if_possible(lock_file: Path, holder_file: Path, busy: Callable[[dict[str, Any], float | None], Exception],
+                     **kwargs: Any) -> Iterator[bool]:
+    """:func:`held_lock`, or the block run unlocked where the lock cannot be made (its ``OSError``: a
+    read-only folder, another user's lock file, a file system without locks); yields whether it is held.
+
+    An output's own write still says whether it can be written, and one whose name was taken meanwhile
+    is kept aside, never lost: a run goes on there as it did before there were locks.
+    """
+    hold = held_lock(lock_file, holder_file, busy, **kwargs)
+    try:
+        hold.__enter__()
+    except OSError:
+        yield False
         return
     with contextlib.ExitStack() as stack:
         stack.push(hold)
-        yield
+        yield True

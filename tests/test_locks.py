@@ -372,6 +372,28 @@ def test_an_output_whose_lock_cannot_be_made_is_written_unlocked(tmp_path, monke
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.h5"]
 
 
+@pytest.mark.parametrize("runner", ["fit", "batch"])
+def test_a_file_system_without_locks_runs_unlocked(tmp_path, monkeypatch, runner):
+    """filelock 3.12-3.24 (pyproject allows 3.12) raises NotImplementedError where the file system has no
+    flock (a cluster's NFS or Lustre mounted without it): ``fit --out`` then ended in that traceback before
+    reading its matrix, and a batch too.  Both run unlocked there, as before there were locks."""
+    import filelock
+    import numpy as np
+
+    from sfapprox import fit_matrix
+
+    def no_flock(self, *args, **kwargs):
+        raise NotImplementedError("FileSystem does not appear to support flock; use SoftFileLock instead")
+
+    monkeypatch.setattr(filelock.FileLock, "acquire", no_flock)
+    if runner == "fit":
+        fit_matrix(np.eye(8), settings=FitSettings(max_iter=5, device="cpu"), out=tmp_path / "f.h5")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["f.h5"]
+    else:
+        summary = run_batch(manifest(tmp_path), tmp_path / "out", TSVD)
+        assert (tmp_path / "out" / "results.jsonl").is_file(), summary
+
+
 def test_a_long_outputs_name_gets_a_lock_file_name_that_fits(tmp_path):
     from sfapprox._atomic import NAME_MAX
     from sfapprox._output_lock import output_lock, output_lock_files

@@ -20,7 +20,7 @@ from typing import Any
 
 from .._atomic import resolved_path
 from .._errors import SfapproxError, parameter
-from .._output_lock import describe_holder, held_lock, read_holder_file, running_holder_of
+from .._output_lock import describe_holder, held_if_possible, read_holder_file, running_holder_of
 
 __all__ = ["LOCK_FILE", "HOLDER_FILE", "FolderBusyError", "folder_lock", "read_holder", "running_holder",
            "describe_holder"]
@@ -113,6 +113,10 @@ def folder_lock(
         Called once with a description of the holder when this call has to
         wait (for a "waiting for ..." message).
 
+    Where the lock cannot be made (a file system without locks, a lock file
+    not ours) the batch runs unlocked, as it did before there were locks:
+    refusing every batch on such a cluster file system would be worse.
+
     Raises
     ------
     FolderBusyError
@@ -122,8 +126,8 @@ def folder_lock(
     folder = Path(folder)
     # one key however the folder is spelled; a loop of links: one line, not 3.11's RuntimeError
     resolved = resolved_path(folder)
-    with held_lock(resolved / LOCK_FILE, folder / HOLDER_FILE, lambda holder, waited: _busy(folder, holder, waited),
-                   wait=wait, on_wait=on_wait):
+    with held_if_possible(resolved / LOCK_FILE, folder / HOLDER_FILE,
+                          lambda holder, waited: _busy(folder, holder, waited), wait=wait, on_wait=on_wait):
         yield
 
 
