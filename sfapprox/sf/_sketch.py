@@ -51,6 +51,9 @@ __all__ = ["SketchFit", "fit_rounds", "fit_sketch", "rounds_memory", "sketch_col
 SKETCH_ROWS = 8192
 #: Iterations between checks of a sketch fit's held-out columns (:func:`fit_rounds`).
 CHECK_EVERY = 5
+#: Columns of a stopped first pass's last chunk on which :func:`fit_rounds` takes the start's best multiple
+#: (a chunk's 256 took 7.6 s at N = 65,536; the multiple needs only an estimate of ``<X, P> / ||P||^2``).
+STOPPED_COLUMNS = 64
 
 
 def sketch_memory(n: int, b: int, itemsize: int = 4) -> int:
@@ -95,7 +98,7 @@ def sketch_shape(n: int, width: int, settings: ColumnSettings) -> tuple[int, int
 
 def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dtype, *, seed: int = DEFAULT_SEED,
                   chunk: int = 256, piece: int = 32, deadline: _timing.Deadline | None = None,
-                  first: Callable[[np.ndarray, float], None] | None = None,
+                  stopped: Callable[[np.ndarray, int], None] | None = None,
                   ) -> tuple[np.ndarray, np.ndarray, float] | None:
     """``Y = X S`` by one pass over ``X``'s columns, ``chunk`` at a time, and the test matrix ``S``.
 
@@ -119,10 +122,10 @@ def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dty
         Where given, the pass is priced by its chunks as it goes: after each, the rest at their mean rate
         must end by it, else the pass stops (its first chunk, a small share of a pass at large ``N``, prices
         it before the rest is begun).
-    first : callable, optional
-        ``first(block, norm2)`` with the pass's first chunk ``X[:, :chunk]`` (in ``dtype``) and its
-        ``||.||_F^2``, before the rest is read: what a pass stopped after it still tells (its seconds
-        are not counted in the pass's price).
+    stopped : callable, optional
+        ``stopped(block, start)`` where the pass stops (``deadline``, or a stop request) after reading
+        a chunk: that chunk ``X[:, start:start + block.shape[1]]`` (in ``dtype``), what the stopped pass
+        still tells.  Only then: a pass that ends pays nothing for it.
 
     Returns
     -------
@@ -146,21 +149,20 @@ def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dty
     with torch_threads(compiled_threads()):  # a fit holds BLAS at one thread beside its kernel's: the products want all
         for start in range(0, n, chunk):
             if stop_requested():
+                if start and stopped is not None:
+                    stopped(block, start - chunk)  # (the chunk before is whole: only the last may be narrower)
                 raise KeyboardInterrupt
             stop = min(n, start + chunk)
             block = full if stop - start == chunk else np.empty((n, stop - start), dtype=dtype)
-            read = _fill(block, columns, start, piece)
-            norm2 += read
+            norm2 += _fill(block, columns, start, piece)
             _flush_subnormal(block)
-            if first is not None and start == 0:
-                t0 = _timing.now()
-                first(block, read)
-                began += _timing.now() - t0  # (not the pass's: the rest is priced by its reads and products)
             for r in range(0, n, SKETCH_ROWS):
                 out = product[:min(n, r + SKETCH_ROWS) - r]
                 np.matmul(block[r:r + out.shape[0]], S[start:stop], out=out)
                 Y[r:r + out.shape[0]] += out
             if deadline is not None and stop < n and not deadline.rest_fits(began, stop, n):
+                if stopped is not None:
+                    stopped(block, start)
                 return None
     return Y, S, norm2
 
@@ -402,7 +404,7 @@ def fit_rounds(
     less than ``settings.sketch_min_gain`` of where it began, and
     :func:`._columns.fit_columns_auto` goes on from there by passes.  A first
     pass stopped by the time limit or a signal hands the start back at its best
-    multiple on the pass's first chunk of columns (``kept_start``), as Adam's fit
+    multiple on some of the columns the pass read (``kept_start``), as Adam's fit
     does where no step fits: it came back as it was, the identity start at the
     scale of ``||X||`` (rel 1.41 or more on a matrix of zero trace, worse than storing nothing).
 
@@ -421,10 +423,13 @@ def fit_rounds(
     began = _timing.now()
     pass_seconds = iteration_seconds = 0.0
     rounds = 0
-    sums: list[tuple[float, float, float]] = []  # the start's on the first pass's first chunk
+    sums: list[tuple[float, float, float]] = []  # the start's, on columns of a first pass that stopped
 
-    def measure(block: np.ndarray, norm2: float) -> None:
-        sums.append(block_sums(values, offsets, block, 0, norm2, width, settings.groups))
+    def measure(block: np.ndarray, start: int) -> None:
+        # a few of the columns read (STOPPED_COLUMNS): a whole chunk's product took 7.6 s at N = 65,536
+        part = np.ascontiguousarray(block[:, :STOPPED_COLUMNS])
+        norm2 = float(np.einsum("ij,ij->", part, part, dtype=np.float64))
+        sums.append(block_sums(values, offsets, part, start, norm2, width, settings.groups))
 
     try:
         while out.steps < max_iter:
@@ -436,7 +441,7 @@ def fit_rounds(
             # pass over the columns, taken whatever it cost); the later ones are priced above
             sketched = sketch_target(columns, n, fitted + held, low, seed=seed * 7919 + rounds, piece=width,
                                      deadline=None if rounds or time_limit is None else deadline,
-                                     first=None if rounds else measure)
+                                     stopped=None if rounds else measure)
             if sketched is None:
                 out.stop_reason = StopReason.TIME_LIMIT
                 break
