@@ -43,8 +43,9 @@ def test_tables_by_category_with_wins():
     assert network.wins == {"sf": 1, "tsvd": 1}
     assert [r.winner for r in network.rows] == ["sf", "tsvd"]  # gone_1 ran nothing: no row
     assert [(u.name, u.category, u.missing) for u in report.unavailable] == [("gone_1", "network", True)]
-    assert attention.wins == {"sf": 1, "tsvd": 0, "nmf": 0}
-    assert report.total_wins() == {"sf": 2, "tsvd": 1, "nmf": 0}
+    # nmf ran on no matrix beside another (not applicable on 'neg'): it lost nothing, so it is not counted
+    assert attention.wins == {"sf": 1, "tsvd": 0}
+    assert report.total_wins() == {"sf": 2, "tsvd": 1}
     assert report.statuses() == {"ok": 6, "unavailable": 2, "not applicable": 1}
 
 
@@ -140,7 +141,7 @@ def test_markdown():
     text = OutputFormat.MARKDOWN.render(build_report(RECORDS).tables(), {})
     assert "### network" in text and "### attention" in text
     assert "| strike | 24 | **1.1** | 2.727 | 2.73 | 1.04 | +5.8% | -0.1% | sf |" in text
-    assert "wins: sf 1, tsvd 1" in text and "total wins: sf 2, tsvd 1, nmf 0" in text
+    assert "wins: sf 1, tsvd 1" in text and "total wins: sf 2, tsvd 1" in text
     assert text.endswith("\n")
 
 
@@ -157,7 +158,7 @@ def test_csv_has_every_category_row():
 
 def test_json_keeps_every_record_at_full_precision():
     data = json.loads(OutputFormat.JSON.render([], build_report(RECORDS).to_dict()))
-    assert len(data["records"]) == len(RECORDS) and data["total_wins"] == {"sf": 2, "tsvd": 1, "nmf": 0}
+    assert len(data["records"]) == len(RECORDS) and data["total_wins"] == {"sf": 2, "tsvd": 1}
     assert data["unavailable"] == ["gone_1"] and data["statuses"]["unavailable"] == 2
     assert data["records"][0]["params"] == {"stop_reason": "max_iter", "iterations": 300}
 
@@ -634,6 +635,9 @@ def test_report_json_counts_no_win_where_there_was_no_contest(tmp_path):
     assert [(c["category"], c["wins"], c["contests"]) for c in data["categories"]] == [
         ("network", {}, 0), ("attention", {"sf": 1, "tsvd": 0}, 1), ("weights", {}, 0)]
     assert data["total_wins"] == {"sf": 1, "tsvd": 0}
+    # a method scored only on a matrix where it ran alone met no other: not counted as a loser
+    alone = build_report([rec("a", "sf", fro=1.0), rec("a", "tsvd", fro=2.0), rec("b", "nmf", fro=3.0)])
+    assert alone.tables_by_category[0].wins == {"sf": 1, "tsvd": 0} and alone.total_wins() == {"sf": 1, "tsvd": 0}
     assert repr(build_report(records)).splitlines()[1:] == [
         "  network (1 matrix): tsvd alone: no winner counted", "  attention (1 matrix): wins: tsvd 0, sf 1",
         "  weights (1 matrix): no matrix ranked two methods: no winner counted", "  total wins: tsvd 0, sf 1"]
@@ -657,8 +661,8 @@ def test_a_report_s_repr_sums_it_up_in_a_few_lines():
     assert text.splitlines() == [
         "Report: 9 records of 4 matrices, methods sf, tsvd, nmf",
         "  network (2 matrices): wins: sf 1, tsvd 1",
-        "  attention (2 matrices): wins: sf 1, tsvd 0, nmf 0",
-        "  total wins: sf 2, tsvd 1, nmf 0",
+        "  attention (2 matrices): wins: sf 1, tsvd 0",
+        "  total wins: sf 2, tsvd 1",
         "  unavailable (no method could run): 1 matrix (gone_1)",
         "  1 line of the results file could not be read"]
 

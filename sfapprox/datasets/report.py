@@ -107,8 +107,9 @@ class CategoryTable:
     rows : list of MatrixRow
         One per matrix.
     wins : dict of str to int
-        Rows won, by method; empty where no row was a contest (``contests`` is 0: one method, or
-        none of two or more scored on one matrix), as a comparison of one scored row has no winner.
+        Rows won, by method, of the methods scored on some row that was a contest; empty where none
+        was (``contests`` is 0: one method, or none of two or more scored on one matrix), as a
+        comparison of one scored row has no winner.
     sourced : bool, default=False
         Whether some row has a ``source`` (the table then shows it in a column).
     contests : int, default=0
@@ -640,8 +641,10 @@ def build_report(records: list[dict[str, Any]] | ResultsFile | str | os.PathLike
         ref_keys = list(dict.fromkeys(k for row in rows for k in row.reference))
         info_keys = [k for k in INFO_COLUMNS if any(k in row.info for row in rows)]
         contests = sum(_contested(row) for row in rows)
-        # no contest, no count: {"tsvd": 0} in report.json said tsvd lost where it ran alone
-        wins = {m: sum(row.winner == m for row in rows) for m in present} if contests else {}
+        # no contest, no count: {"tsvd": 0} in report.json said tsvd lost where it ran alone; nor does a
+        # method that met no other on any matrix (scored alone where the others failed, or not run there)
+        met = [m for m in present if any(_contested(row) and _scored(row.results.get(m, {})) for row in rows)]
+        wins = {m: sum(row.winner == m for row in rows) for m in met}
         sourced = any(row.source for row in rows)
         report.tables_by_category.append(CategoryTable(category, present, ref_keys, info_keys, rows, wins, sourced,
                                                        contests))
@@ -799,7 +802,7 @@ def wins_line(table: CategoryTable) -> str:
     """
     if not table.wins:  # "wins: tsvd 0" said one method lost where there was no contest
         return f"{_no_contest(table.methods)}: no winner counted"
-    return "wins: " + ", ".join(f"{m} {table.wins.get(m, 0)}" for m in table.methods)
+    return "wins: " + ", ".join(f"{m} {n}" for m, n in table.wins.items())
 
 
 def total_wins_line(report: Report) -> str:
