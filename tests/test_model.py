@@ -1261,3 +1261,27 @@ def test_a_column_fit_refused_names_fewer_factors_where_they_reach_every_entry()
         with pytest.raises(ResourceError) as refused:
             ChordSF(n_factors=factors, max_memory=limit).check_memory_first(X)
         assert "fewer factors" not in str(refused.value) and "use a smaller input" in str(refused.value)
+
+
+def test_numbas_start_is_outside_the_time_limit(monkeypatch):
+    """Importing the compiled kernels' module (numba's start, 0.3-0.5 s once a process) comes before the
+    limit's clock, as their compile does: inside it, time_limit=0.3 at N = 30 ran 0 iterations."""
+    import time as _time
+
+    from sfapprox.sf import _kernels
+
+    real = _kernels._numba_module
+    slow = {"first": True}
+
+    def numba_module():  # a fresh process's first import, made slow
+        if slow.pop("first", False):
+            _time.sleep(1.0)
+        return real()
+
+    monkeypatch.setattr(_kernels, "_numba_module", numba_module)
+    X = np.random.default_rng(0).standard_normal((30, 30))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sf = ChordSF(time_limit=0.5, device="cpu", init="identity").fit(X)
+    assert not slow  # the slow import ran
+    assert sf.n_iter_ > 10, (sf.n_iter_, sf.stop_reason_)
