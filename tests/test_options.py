@@ -111,6 +111,12 @@ NUMBERS = [
     # torch's generators take 64 bits: 2**64 ran the numpy-seeded methods, then rpca-pcp failed with a traceback
     (("fit", "compare", "batch"), ["--seed", "18446744073709551616"],
      "Invalid value for '--seed': must be at most 18446744073709551615; got 18446744073709551616"),
+    # pydantic's words again: "Input should be a valid number, unable to parse string as a number"
+    (("fit", "compare", "sweep"), ["--bandwidth", "abc"], "Invalid value for '--bandwidth': must be a number; got 'abc'"),
+    # a choice (a Literal) said "Invalid value for '--dtype': Value error, 'float16' is not one of ...", pydantic's
+    # "Value error, " kept in typer's message
+    (("fit", "compare"), ["--dtype", "float16"], "Invalid value for '--dtype': 'float16' is not one of 'float64', 'float32'."),
+    (("compare", "sweep"), ["--mirror", "foo"], "Invalid value for '--mirror': 'foo' is not one of 'auto', 'none', 'mirror'"),
 ]
 
 
@@ -122,6 +128,7 @@ def test_a_number_option_says_what_is_wrong_with_its_value(no_loading, inputs, c
         result = CliRunner().invoke(app, [inputs.get(a, a) for a in COMMANDS[command] + extra])
         assert result.exit_code == 2 and says in result.output, (command, result.output)
         assert "greater than or equal" not in result.output and "Input should" not in result.output
+        assert "Value error" not in result.output
         assert "Traceback" not in result.output
 
 

@@ -292,6 +292,10 @@ def _parsed(parse: Callable, command, ctx, args: list[str]) -> list[str]:
     except _USAGE_ERROR as exc:
         if exc.ctx is None:
             exc.ctx = ctx
+        if isinstance(getattr(exc, "message", None), str):
+            # typer >= 0.29 checks a choice (a Literal: --dtype, --mirror, ...) with pydantic, whose "Value error, "
+            # stayed in the message: "Invalid value for '--dtype': Value error, 'x' is not one of 'float64', ..."
+            exc.message = exc.message.removeprefix("Value error, ")
         others = _taken_elsewhere(ctx, getattr(exc, "option_name", None)) if type(exc).__name__ == "NoSuchOption" else []
         if others:
             # click's nearest spelling is no help where the option is another command's: 'fit --csv' was

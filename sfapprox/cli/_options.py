@@ -94,6 +94,24 @@ def number(*names: str, min: float, unit: str = "", none: str = "", **kwargs: An
     return typer.Option(*names, min=min, parser=parse, **kwargs)
 
 
+def any_number(text: Any) -> float:
+    """A float option's value, its range left to the library (``--bandwidth``: positive and finite); text that
+    is no number is refused in :func:`number`'s words (typer's, pydantic's, said "Input should be a valid
+    number, unable to parse string as a number", and not what was typed).
+
+    Examples
+    --------
+    >>> any_number("2.5"), any_number(-1.0)
+    (2.5, -1.0)
+    """
+    if isinstance(text, float):
+        return text
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        raise typer.BadParameter(f"must be a number; got {text!r}") from None
+
+
 def integer(*names: str, min: int, max: int | None = None, **kwargs: Any) -> Any:
     """A whole-number option in ``[min, max]``, refused in :func:`number`'s words.
 
@@ -243,7 +261,7 @@ LOAD = Group(
         _param("covariance", Annotated[bool, flag("--covariance", help="Input is a data table (rows = samples): use the features x features covariance.")], _field_default(LoadOptions, "covariance")),
         _param("mirror", Annotated[Literal["auto", "none", "mirror"], typer.Option("--mirror", **CHOICE, help="Header-less triplets: mirror a one-triangle file (auto), never (none) or always (mirror).")], _field_default(LoadOptions, "mirror")),
         _param("kernel", Annotated[Optional[str], typer.Option("--kernel", help="The file is a table of points (.csv/.tsv/.txt/.dat, .npy, .libsvm): use their kernel matrix, rbf, laplacian, matern32, matern52, cosine or linear (computed from columns; formed only when it fits).", metavar="KERNEL", callback=lowered)], _field_default(LoadOptions, "kernel")),
-        _param("bandwidth", Annotated[Optional[float], typer.Option("--bandwidth", help="The kernel's bandwidth h (rbf: exp(-d²/2h²)); default: the median distance between points (printed).", metavar="H")], _field_default(LoadOptions, "bandwidth")),
+        _param("bandwidth", Annotated[Optional[float], typer.Option("--bandwidth", parser=any_number, help="The kernel's bandwidth h (rbf: exp(-d²/2h²)); default: the median distance between points (printed).", metavar="H")], _field_default(LoadOptions, "bandwidth")),
         _param("delimiter", Annotated[Optional[str], typer.Option("--delimiter", help="Text table (.csv/.tsv/.txt/.dat) or triplets (.ijv): what separates its cells, ',' ';' tab or whitespace (default: detected from the extension and the data lines).", metavar="SEP", callback=lowered)], _field_default(LoadOptions, "delimiter")),
         _param("decimal", Annotated[Optional[str], typer.Option("--decimal", help="Text table or triplets: the decimal mark of its numbers, '.' or ',' (default: detected; a number that reads both ways is refused).", metavar="MARK")], _field_default(LoadOptions, "decimal")),
         _MAX_MEMORY,
