@@ -228,11 +228,15 @@ def _min_full_factors(n: int, offsets: tuple[int, ...], limit: int) -> int | Non
     0.2 s of np.roll at N = 8,192 in each ``info``)."""
     reach = np.zeros(n, dtype=bool)
     reach[0] = True
+    nxt = np.empty(n, dtype=bool)
     for m in range(1, limit + 1):
-        nxt = np.zeros(n, dtype=bool)
+        nxt[:] = False
         for d in offsets:
-            nxt |= np.roll(reach, d)
-        reach = nxt
+            # shifted in place, two slices: np.roll's copy of each shift was 4-5x slower (info of a sparse file of
+            # order 20,000,000 spent 84 of its 108 s here)
+            np.logical_or(nxt[d:], reach[:n - d], out=nxt[d:])
+            np.logical_or(nxt[:d], reach[n - d:], out=nxt[:d])
+        reach, nxt = nxt, reach
         if reach.all():
             return m
     return None
