@@ -37,6 +37,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from types import ModuleType
 
+from . import _timing
 from ._errors import user_stacklevel
 
 #: Seconds of compiling (or loading numba and the cache of) a method's kernels, outside its time limit and
@@ -367,7 +368,10 @@ class CompiledModule:
         """The module, or False when it is missing or broken (imported once per process)."""
         if self.module is None:
             try:
-                self.module = import_compiled(self.name)
+                # once a process (numba's start: 0.3-0.5 s), so no method's time limit is charged for it: a
+                # comparison's SF row under --time-limit 0.3 spent it in its memory check and made no iteration
+                with _timing.one_time():
+                    self.module = import_compiled(self.name)
             except ImportError:  # numba (triton) not installed, or installed against another numpy
                 self.module = False
             except Exception as exc:  # e.g. an llvmlite that does not load

@@ -297,3 +297,22 @@ def test_a_folder_note_is_said_once_whatever_each_workers_own_folder(monkeypatch
     assert [len(n) for n in notes] == [1, 0, 0, 1, 1]
     assert "each process its own" in notes[0][0] and "kept for later runs" in notes[3][0]
     assert "NUMBA_CACHE_DIR (/ro) is not writable" in notes[4][0]
+
+
+def test_a_modules_first_import_is_charged_to_no_time_limit(monkeypatch):
+    """numba's start (0.3-0.5 s once a process) is once-per-process work (``_timing.one_time``): a comparison's
+    SF row under ``--time-limit 0.3`` spent it in its memory check, before its fit, and made no iteration."""
+    import time
+
+    from sfapprox import _timing
+
+    def slow_import(name):
+        time.sleep(0.3)
+        return sys.modules[__name__]
+
+    monkeypatch.setattr(_compiled, "import_compiled", slow_import)
+    module = _compiled.CompiledModule("sfapprox.slow_demo_kernels", "demo kernels", "numpy")
+    wall, work = _timing.now(), _timing.work_now()
+    assert module.get() is sys.modules[__name__]
+    assert _timing.now() - wall >= 0.3
+    assert _timing.work_now() - work < 0.1
