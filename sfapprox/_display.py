@@ -115,6 +115,8 @@ def fit_display(label: str, total: int | None, *, console: Console, time_limit: 
 #: The narrowest phase a narrow progress line shows beside the label ("sta…" says little): with less room
 #: the label takes it all.
 MIN_PHASE = 6
+#: The narrowest bar a wide progress line keeps beside a label cut to make room for it.
+WIDE_BAR_MIN = 10
 
 
 def fit_progress_columns(width: int, task: Any = None) -> list[Any]:
@@ -141,14 +143,18 @@ def fit_progress_columns(width: int, task: Any = None) -> list[Any]:
     cut: dict[str, Any] = dict(no_wrap=True, overflow="ellipsis", ratio=1)
     phase = str(task.fields.get("phase") or "") if task is not None else ""
     label = Text.from_markup(task.description).cell_len if task is not None else room
-    label_room = min(label, room) if narrow else None
+    # beside a bar the label has what the numbers, a bar of WIDE_BAR_MIN and a phase of MIN_PHASE leave (each
+    # with its gap): a 44-character name at 80 columns pushed the method, the error's last digits and the
+    # time off the line ("a_very_long…progres… start ident… it 1234   error 3" at 72)
+    label_room = min(label, room if narrow else max(4, room - WIDE_BAR_MIN - MIN_PHASE - 2))
     phase_room = room - label_room if narrow else None
     shows_phase = not narrow or (phase and phase_room >= MIN_PHASE)
     if narrow and not shows_phase:
         label_room = room + 1  # (the phase's gap too)
     # below TINY_PROGRESS columns the numbers alone fill the line: the label and phase go (rich shrank
-    # the elapsed time to "0:0" to fit a label cut to "…")
-    words = [] if width < TINY_PROGRESS else [
+    # the elapsed time to "0:0" to fit a label cut to "…"); a stage without them (loading, compiling,
+    # scoring) keeps its label and phase: the line was 23 blank cells and the time, the method never named
+    words = [] if width < TINY_PROGRESS and counted else [
         _LabelColumn(label_room, table_column=TableColumn(max_width=label_room, **cut)),
         *bar,
         *([TextColumn("{task.fields[phase]}", table_column=TableColumn(max_width=phase_room, **cut))]

@@ -235,3 +235,38 @@ def test_a_redraw_that_fails_on_richs_own_thread_is_said_and_dropped(reported_af
     assert died == []
     said = [w for w in caught if "progress display stopped" in str(w.message)]
     assert len(said) == 1 and "stream closed" in str(said[0].message)
+
+
+LONG_NAME = "a_very_long_matrix_name_for_testing_progress"  # 44 characters
+
+
+def _drawn_lines(monkeypatch, width, phase, report=None):
+    """The states of a comparison's progress line at ``width`` columns, for a long-named matrix's "sf" in
+    ``phase`` (then, with ``report``, at its iteration)."""
+    refreshed(monkeypatch)
+    console, buffer = terminal(width)
+    with fit_display(LONG_NAME, 100, console=console) as update:
+        update.describe("sf")
+        update.phase(phase)
+        if report:
+            update(report)
+    return [s for s in lines(buffer) if s.startswith("a_")]
+
+
+@pytest.mark.parametrize("width", [72, 75])
+def test_a_long_name_beside_a_bar_gives_way_to_the_method_and_the_numbers(monkeypatch, width):
+    """A 44-character name at 72-80 columns (a bar shown) pushed the method, the error's last digits and the
+    time off the line: "a_very_long_…progre… start ide… it 1234   error 3"."""
+    drawn = _drawn_lines(monkeypatch, width, "start identity",
+                         {"iteration": 1234, "max_iter": 20000, "fro_error": 3.4567, "elapsed": 1.0, "method": "sf"})
+    iterating = [s for s in drawn if "it 1234" in s]
+    assert iterating and all(re.search(r"^a_\S+ sf .*it 1234 +error 3\.457 +\d:\d\d:\d\d$", s) for s in iterating), drawn
+    assert all(len(s) <= width for s in drawn)
+
+
+def test_a_tiny_window_names_a_stage_without_numbers(monkeypatch):
+    """Below 40 columns the line shows the numbers alone; a stage that has none (loading torch, compiling,
+    scoring) was 23 blank cells and the time, neither the matrix, the method nor the stage named."""
+    drawn = _drawn_lines(monkeypatch, 30, "loading torch")
+    assert drawn and all(re.search(r"^a_\S+ .*\d:\d\d:\d\d$", s) and len(s) <= 30 for s in drawn), drawn
+    assert any(re.search(r"^a_\S+ sf ", s) for s in drawn), drawn
