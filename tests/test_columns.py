@@ -318,6 +318,51 @@ def test_auto_goes_on_by_passes_where_a_round_of_sketches_gains_nothing(fake_clo
     assert brief.optimizer == "adam+sketch" and brief.stop_reason == "no_progress" and fake_clock.time == 7.0
 
 
+@pytest.mark.parametrize("stop", ["time_limit", "interrupted"])
+def test_auto_keeps_the_multiple_of_a_first_sketch_pass_that_was_stopped(fake_clock, monkeypatch, stop):
+    """The default route (Adam's probe steps, then the rounds): a first sketch pass stopped after its first
+    chunk (its columns ten times slower than Adam's said, past the limit; or a signal) hands Adam's end back
+    at its best multiple, and the joined fit says that multiple (it said 1: params_ had no best_multiple).
+    Adam's steps made those values: the fit did not keep its own start."""
+    from sfapprox.sf import _sketch
+
+    n = 512
+    X = 10.0 * np.eye(n) + 0.01 * np.random.default_rng(0).standard_normal((n, n))
+    offs = chord_offsets(n)
+    start = start_values(["identity"], 0, (math.ceil(math.log2(n)), n, len(offs)))["identity"]
+    cost = [1.0 / 16]  # seconds a column: Adam's block of 16 takes 1 s, a pass 32 s
+
+    def columns(a, b):
+        fake_clock.advance(cost[0] * (b - a))
+        return X[:, a:b]
+
+    seen = []
+
+    def record(step, r, cols, v):
+        seen.append(v.copy())
+
+    def stage(name):
+        if name == "sketch" and stop == "time_limit":
+            cost[0] *= 10  # its first chunk of 256 columns: 160 s, and the rest priced past the limit
+
+    record.stage = stage
+    if stop == "interrupted":
+        checks = iter([False, True])  # the stop comes after the pass's first chunk
+        monkeypatch.setattr(_sketch, "stop_requested", lambda: next(checks, True))
+    fit = C.fit_columns_auto(columns, start, offs, settings=C.ColumnSettings(batch=16), width=8, max_iter=60,
+                             time_limit=C.PROBE_STEPS + 2 * 32.0, callback=record, rounds=fit_rounds)
+    assert (fit.optimizer, fit.stop_reason, fit.steps) == ("adam+sketch", stop, C.PROBE_STEPS)
+    assert len(seen) == C.PROBE_STEPS and not fit.kept_start
+
+    def rel(v):
+        return np.linalg.norm(X - ChordOperator(v, offs).to_dense()) / np.linalg.norm(X)
+
+    adam_end = seen[-1]
+    assert fit.multiple > 2 and rel(adam_end) > 0.5
+    np.testing.assert_allclose(fit.values, adam_end * fit.multiple ** (1 / len(adam_end)), rtol=1e-6)
+    assert rel(fit.values) < 0.6 * rel(adam_end)  # (0.90 -> 0.51: the noise of the identity start is left)
+
+
 def test_memory_estimate_and_width():
     sizes = [C.column_fit_memory(65536, 16, 17, w) for w in (1, 8, 16, 32)]
     assert sizes == sorted(sizes) and sizes[-1] < 3 * 2**30

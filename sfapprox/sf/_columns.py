@@ -843,12 +843,21 @@ def _after(first: ColumnFit, callback: Callable[[int, float, int, np.ndarray], b
 
 def _joined(first: ColumnFit, rest: ColumnFit, offset: float, name: str) -> ColumnFit:
     """One fit of ``first`` and then ``rest`` (begun ``offset`` seconds after ``first``): steps, columns
-    and curves added up, the optimizers named in turn (``name``: ``first``'s), ``rest``'s values."""
+    and curves added up, the optimizers named in turn (``name``: ``first``'s), ``rest``'s values.
+
+    ``rest`` went on from ``first``'s values, so its ``multiple`` (and ``step_scale``) is the joined
+    fit's: the rounds of sketches hand their start (``first``'s end) back at its best multiple where
+    their first pass is stopped, and ``params_["best_multiple"]`` said nothing of it (dropped here).
+    The joined fit kept its start only where both did (``rest`` keeping ``first``'s end alone is not
+    the fit's start: ``first``'s steps made it); the notes of both are kept.
+    """
     return ColumnFit(values=rest.values, optimizer=f"{name}+{rest.optimizer}", steps=first.steps + rest.steps,
                      columns=first.columns + rest.columns, evaluations=first.evaluations + rest.evaluations,
                      stop_reason=rest.stop_reason,
                      running_error=rest.running_error if math.isfinite(rest.running_error) else first.running_error,
-                     curve=first.curve + [(t + offset, v) for t, v in rest.curve])
+                     curve=first.curve + [(t + offset, v) for t, v in rest.curve], multiple=rest.multiple,
+                     step_scale=rest.step_scale, kept_start=first.kept_start and rest.kept_start,
+                     note="; ".join(n for n in (first.note, rest.note) if n))
 
 
 def _then_passes(rounds: ColumnFit, columns, offsets, settings: ColumnSettings, width: int, max_iter: int,
