@@ -21,6 +21,7 @@ import os
 import re
 import sys
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # (rich is imported where a terminal's text is made: the file
     from rich.text import Text
 
 __all__ = ["Column", "Table", "OutputFormat", "Layout", "layout", "render_rich", "render_html", "render_frame",
+           "list_heading", "listed_item",
            "ShownAsTables", "fmt_number", "fmt_seconds", "limit_text", "fact_text", "counted", "count_text", "listed", "shape_text", "shape_phrase", "jsonable", "json_text", "RAW_BYTES_SUFFIX", "PLOT_SUFFIXES",
            "printable",
            "to_ascii", "ascii_in_context", "ascii_table", "GLYPHS", "encodes_glyphs"]
@@ -1279,6 +1281,96 @@ def at_spaces(text: Text, width: int) -> Text:
     return Text("\n").join(lines)
 
 
+def list_heading(heading: str, width: int | None) -> Any:
+    """A list's heading (a table's title, or the facts' where they are a list): in italic, broken at spaces
+    to ``width`` cells (None: as it is), a word wider than that whole (:func:`at_spaces`)."""
+    from rich.text import Text
+
+    text = Text(heading, style="italic")
+    return text if width is None else at_spaces(text, width)
+
+
+def listed_item(key: str, lines: Sequence[str], width: int | None, indent: str = "  ", hang: str = "",
+                style: str = "") -> list[Any]:
+    """One item of a list that stands for a table too narrow for its window: ``key:`` in bold on a line of its
+    own, then each of ``lines`` under it, indented and broken at spaces to ``width`` (None: as they are), a
+    word wider than the room (a digest, a path) whole on a line of its own (printed with ``soft_wrap``, as
+    ``info``'s facts are, the terminal wraps it and a copy is one piece; a table's list, printed as tables
+    are, has rich fold it).
+
+    ``info``'s facts at 20 columns (a value of words, "min -1, max 4, ‖X‖_F 35.33", was left to the terminal,
+    which cut it mid-word), and a table whose rows' names a window cannot hold whole
+    (:func:`render_rich`: "sf-s" / "ymme" / "tric" at 20 columns) are both listed so.
+
+    Parameters
+    ----------
+    key : str
+        The fact's key, or the row's name.
+    lines : sequence of str
+        Its value, or the row's other cells as ``"title: value"``.
+    width : int or None
+        The window's width in character cells.
+    indent : str, default="  "
+        What each of ``lines`` begins with.
+    hang : str, default=""
+        Added to ``indent`` on a line's continuations (a row's ``title: value`` broken: its words under the
+        value's, not under the titles).
+    style : str, default=""
+        A rich style for ``lines`` (the winner's bold green).
+
+    Returns
+    -------
+    list of rich.text.Text
+        The key's line, then one Text per entry of ``lines``.
+    """
+    from rich.text import Text
+
+    head = Text(f"{key}:", style="bold")
+    return [head if width is None else at_spaces(head, width),
+            *(_indented(value, width, indent, hang, style) for value in lines)]
+
+
+def _indented(value: str, width: int | None, indent: str = "  ", hang: str = "", style: str = "") -> Any:
+    """``value`` as :func:`listed_item` puts it under its key: ``indent`` before each line, ``indent + hang``
+    before its continuations, broken at spaces to ``width`` (None: as it is)."""
+    from rich.text import Text
+
+    room = None if width is None else max(1, width - len(indent) - len(hang))
+    text = Text(value, style=style)
+    pieces = (text if room is None else at_spaces(text, room)).split("\n", allow_blank=True)
+    return Text("\n").join(Text(indent + (hang if n else "")) + piece for n, piece in enumerate(pieces))
+
+
+def _names_broken(table: Table, plan: Layout) -> bool:
+    """Whether ``plan`` breaks most rows' names (``table``'s first column, repeated in every part) inside a
+    word: at 20 columns ``info``'s methods read "sf-s" / "ymme" / "tric", 13 of 17 names in pieces, in each
+    of three parts.  One long name among short ones (a report's 40-character matrix name) folds as before:
+    the table still reads as one."""
+    from rich.cells import cell_len
+
+    if plan.boxed or not table.columns or not table.rows:
+        return False
+    key = table.columns[0].key
+    broken = sum(any(cell_len(word) > plan.widths[0] for word in _words(row.get(key, ""))) for row in table.rows)
+    return 2 * broken > len(table.rows)
+
+
+def _as_list(table: Table, width: int | None) -> list[Any]:
+    """``table`` as a list (:func:`listed_item`), for a window that cannot hold its rows' names whole: its
+    title, then each row's name and under it every other cell as ``title: value`` (none left out, none
+    made a numbered note: a list has the room), the winner's cells in bold green; then its notes."""
+    from rich.text import Text
+
+    out = [list_heading(printable(table.title), width)]
+    for cells, best in zip(table.cells(), table.best):
+        out.extend(listed_item(printable(cells[0]), [], width))
+        for column, cell in zip(table.columns[1:], cells[1:]):
+            line = f"{' '.join(column.title.split())}: {printable(cell)}"
+            out.append(_indented(line, width, hang="  ", style="bold green" if column.key in best else ""))
+    out.extend(Text(printable(n)) if width is None else at_spaces(Text(printable(n)), width) for n in table.notes)
+    return out
+
+
 def render_rich(tables: list[Table], width: int | None = None, *, capped: bool = True) -> list[Any]:
     """Rich tables for a terminal ``width`` characters wide (None: as wide as their content).
 
@@ -1286,7 +1378,9 @@ def render_rich(tables: list[Table], width: int | None = None, *, capped: bool =
     free text (a cell longer than :data:`NOTE_LINES` lines becomes a numbered
     note under the table), then leaves out optional columns (said in a note), then splits
     the table into parts that each repeat the first column, and a name or a
-    path still too wide folds onto more lines (:func:`layout`).  Where
+    path still too wide folds onto more lines (:func:`layout`); a table whose
+    rows' names would break for most rows is a list instead, each name on a
+    line of its own and its cells under it (:func:`listed_item`).  Where
     ``capped``, a table that names the rows a terminal shows
     (:attr:`Table.terminal_rows`) is drawn with those only, its
     ``terminal_notes`` saying what was left out.
@@ -1319,7 +1413,11 @@ def render_rich(tables: list[Table], width: int | None = None, *, capped: bool =
     out: list[Any] = []
     for whole in tables:
         table = _terminal_view(whole) if capped else whole  # measured and drawn on the rows shown: ~0.4 ms a row
-        table, plan, numbered = _long_cells_as_notes(table, width)
+        shown, plan, numbered = _long_cells_as_notes(table, width)
+        if _names_broken(table, plan):  # the rows' names whole, each row's cells under its name
+            out.extend(_as_list(table, width))
+            continue
+        table = shown
         for number, part in enumerate(plan.parts):
             title = table.title if number == 0 else f"{table.title} (continued)"
             style = (dict(box=box.HEAVY_HEAD) if plan.boxed else

@@ -271,6 +271,27 @@ def test_info_facts_read_whole_at_20_40_and_80_columns(info_inputs, kind, column
     assert all(cell_len(line) <= columns or len(line.split()) == 1 for line in lines), facts_part
 
 
+def test_info_lists_the_methods_where_their_names_cannot_be_whole():
+    """At 20 columns info's second table ("where each method applies") broke each method's name into 4-cell
+    pieces in each of its three parts ("sf-s" / "ymme" / "tric"), its formula beside them in pieces too. It is
+    a list there, as the facts are: each name whole on a line of its own, what it stores and its smallest
+    budget under it, no line past the window but a single word."""
+    from sfapprox._base import methods
+
+    columns = 20
+    code, screen = run_in_terminal(["info", "examples/mesh_small.mtx"], columns=columns, timeout=60)
+    text = plain(screen)
+    assert code == 0, text
+    listed = re.split(r"where\s+each", text)[1]  # (the title broken at spaces)
+    lines = listed.splitlines()
+    for name in methods():
+        assert f"{name}:" in lines, (name, listed)
+    flat = " ".join(listed.split())
+    assert "sf: stores: N·K·M smallest budget: 1,920" in flat and "sf-symmetric: stores: N·K′·M" in flat
+    assert "(continued)" not in listed and "left out" not in listed
+    assert all(cell_len(line) <= columns or len(line.split()) == 1 for line in lines), listed
+
+
 def test_piped_tables_are_as_wide_as_their_content(matrix):
     done = subprocess.run([sys.executable, "-m", "sfapprox", "methods"], capture_output=True, text=True, cwd=ROOT,
                           env={k: v for k, v in os.environ.items() if k != "COLUMNS"}, timeout=60)

@@ -210,6 +210,29 @@ def test_layout_fits_the_window_without_cutting_names(width):
     assert plan.hidden == order[:len(plan.hidden)]
 
 
+@pytest.mark.parametrize("width", [20, 24])
+def test_a_table_whose_names_cannot_be_whole_is_a_list(width):
+    """At 20 columns info's methods table broke every name into four-cell pieces, in each of its parts
+    ("sf-s" / "ymme" / "tric"). Where the window cannot hold most rows' names whole beside a column, the table
+    is a list, as info's facts are: each name whole on a line of its own, its cells under it as "title: value"
+    broken at spaces (none left out, none made a numbered note); at 40 columns it is a table still."""
+    from rich.table import Table as RichTable
+
+    t = wide_table()
+    t.notes.append("note: a table's own note")
+    text = shown([t], width)
+    lines = text.splitlines()
+    assert [line for line in lines if line.startswith("butterfly-hier-")] == [f"butterfly-hier-{i}:" for i in range(4)]
+    flat = " ".join(text.split())
+    details = " ".join(t.rows[0]["details"].split())
+    for title, value in (("stored", "1,234,567"), ("of budget", "100.0%"), ("min budget", "1,234,567"),
+                         ("error", "1.234e+05"), ("details", details)):
+        assert flat.count(f"{title}: {value}") == 4, (title, text)
+    assert "note: a table's own note" in flat and "(continued)" not in text and "left out" not in text
+    assert all(len(line) <= width or len(line.split()) == 1 for line in lines), text
+    assert any(isinstance(item, RichTable) for item in render_rich([t], 40))
+
+
 def test_layout_splits_a_table_of_essential_columns_into_parts():
     t = Table("sweep", [Column("budget", "budget")] + [Column(f"m{i}", f"method-{i}") for i in range(13)])
     t.add({"budget": "1,234", **{f"m{i}": "0.1234 (time_limit)" for i in range(13)}})
@@ -287,6 +310,12 @@ def test_narrow_windows_never_cut_a_number_and_fold_long_names(width):
     t = long_names_table()
     text = shown([t], width)
     lines = text.splitlines()
+    if width == 20:  # both names in pieces of 4 cells: a list (test_a_table_whose_names_cannot_be_whole_is_a_list)
+        assert "small:" in lines and "a-matrix-name-that-is-forty-characters-x:" in "".join(text.split()), text
+        flat = " ".join(text.split())
+        assert all(f": {number}" in flat for number in NUMBERS) and "winner: sparse" in flat, text
+        assert "suitesparse/mesh1e1_structural_48_48_177.mtx" in "".join(text.split()), text  # (folded by rich)
+        return
     assert max(len(line) for line in lines) <= width
     tokens = {token for line in lines for token in line.split()}
     for number in NUMBERS + ["sparse", "butterfly-hier", "winner"]:

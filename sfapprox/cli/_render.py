@@ -31,7 +31,7 @@ from .._display import _ElapsedColumn, draws_bar, elapsed_text, fit_display, on_
 from .._atomic import check_writable, output_target, resolved_path, stream_kind, write_text
 from .._errors import ParameterError, SfapproxError
 from ..formats import (PLOT_SUFFIXES, OutputFormat, Table, ascii_commands, ascii_table, at_spaces, encodes_glyphs, limit_text,
-                       printable, render_rich, shell_quote, to_ascii)
+                       list_heading, listed_item, printable, render_rich, shell_quote, to_ascii)
 
 
 #: Width of a console that writes to a pipe or a file: tables there are as wide as their content.
@@ -649,28 +649,13 @@ def show_key_values(console: Console, title: str, rows: list[tuple[str, Any]], *
     below = key_value_layout(texts, width)[2]
     listed = bool(texts) and len(below) == len(texts)
     if listed:
-        console.print(_at_width(Text(heading, style="italic"), width), soft_wrap=True)
+        console.print(list_heading(heading, width), soft_wrap=True)
     else:
         console.print(key_value_table(title, rows, ascii=ascii, width=width))
     for n in sorted(below):
         key, value = texts[n]
-        console.print(_at_width(Text(f"{key}:", style="bold"), width), soft_wrap=True)
-        console.print(_indented(value, width), soft_wrap=True)
-
-
-def _at_width(text: Text, width: int | None) -> Text:
-    """``text`` broken at spaces to ``width`` cells (None: as it is); a word wider than that stays whole, for
-    the terminal to wrap (:func:`at_spaces`)."""
-    return text if width is None else at_spaces(text, width)
-
-
-def _indented(value: str, width: int | None, indent: str = "  ") -> Text:
-    """A fact's value under its key: indented, broken at spaces to the window (a value of words, "min -1,
-    max 4, ‖X‖_F 35.33", was left to the terminal, which cut it mid-word at 20 columns), a word wider than
-    the room (a digest, a path) whole on a line of its own."""
-    room = None if width is None else max(1, width - len(indent))
-    lines = _at_width(Text(value), room).split("\n", allow_blank=True)
-    return Text("\n").join(Text(indent) + line for line in lines)
+        for line in listed_item(key, [value], width):
+            console.print(line, soft_wrap=True)
 
 
 @contextlib.contextmanager
