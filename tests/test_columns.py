@@ -376,6 +376,29 @@ def test_memory_estimate_and_width():
 
 
 # ------------------------------------------------------------------------------------------ ChordSF's path
+def test_a_fit_whose_first_sketch_pass_is_stopped_says_its_best_multiple(monkeypatch):
+    """Through ChordSF on the default route (Adam's probe steps, then the rounds): the rounds' first pass
+    stopped after its first chunk hands Adam's end back at its best multiple, and params_["best_multiple"]
+    says so, as on the other routes (it was missing: the joined fit dropped the multiple)."""
+    import functools
+
+    from sfapprox.sf import _sketch
+    from sfapprox.sf import model as sf_model
+
+    K = _cloud(128)
+    offs = support_offsets(128, "chord", 2)
+    limit = _sketch.rounds_memory(128, 7, len(offs), C.COLUMN_WIDTH, C.ColumnSettings()) + LIBRARY_WORKING_SET \
+        + COMPILED_WORKING_SET + (1 << 20)
+    monkeypatch.setattr(sf_model, "COLUMN_SETTINGS", C.ColumnSettings(sketch_max_passes=1e9, sketch_min_gain=-1.0))
+    monkeypatch.setattr(_sketch, "sketch_target", functools.partial(_sketch.sketch_target, chunk=64))  # two chunks
+    checks = iter([False, True])  # a stop after the pass's first chunk
+    monkeypatch.setattr(_sketch, "stop_requested", lambda: next(checks, True))
+    sf = ChordSF(max_iter=80, time_limit=30, max_memory=limit, device="cpu", init="identity").fit(K)
+    assert (sf.params_["optimizer"], sf.stop_reason_, sf.n_iter_) == ("adam+sketch", "interrupted", C.PROBE_STEPS)
+    assert sf.params_["best_multiple"] > 0 and sf.params_["best_multiple"] != 1.0
+    assert "kept_start" not in sf.params_  # Adam's steps made these factors
+
+
 def test_a_source_over_the_limit_is_fitted_from_columns_and_scored_honestly():
     K = _cloud(300)
     limit = _column_limit(300)
