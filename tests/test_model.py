@@ -351,6 +351,53 @@ def test_the_time_limit_covers_the_fit_and_leaves_its_scoring_time(fake_clock, m
     assert optimizer_time_limit(8.0, 1.0, 1.0) == 8.0 - 1.0 - SCORING_EVALS
 
 
+def test_a_fit_checkpointing_to_a_file_another_process_fits_to_refuses_before_any_work(tmp_path, monkeypatch):
+    """ChordSF(checkpoint=F) from Python took no lock (the CLI and fit_matrix(out=F) do): two notebook
+    kernels checkpointing to one file each replaced the other's checkpoints.  A fit whose checkpoint another
+    process holds refuses before reading X, naming the holder; where this process holds it already
+    (fit_matrix's out=) the fit nests in that hold; alone, it holds the lock for the fit and leaves no file."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from sfapprox._output_lock import OutputBusyError, output_lock, output_lock_files
+    from sfapprox.sf import model
+
+    X = np.random.default_rng(3).random((24, 24))
+    path = tmp_path / "ck.h5"
+    lock_file, holder_file = output_lock_files(path)
+    hold = textwrap.dedent("""
+        import sys, time
+        from sfapprox._output_lock import output_lock
+        with output_lock(sys.argv[1]):
+            print("locked", flush=True)
+            time.sleep(60)
+    """)
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(path)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        read = []
+        real = model.ChordSF._validate
+        monkeypatch.setattr(model.ChordSF, "_validate", lambda self, *a: read.append(1) or real(self, *a))
+        with pytest.raises(OutputBusyError, match=rf"ck\.h5: is being written by another run \(pid {holder.pid}\b"):
+            ChordSF(max_iter=5, checkpoint=path, checkpoint_every=0.0, device="cpu").fit(X)
+        assert not read and not path.exists()  # X not even looked at, nothing written
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+    with output_lock(path):  # the caller's hold (fit_matrix's): the fit nests in it, and leaves it held
+        ChordSF(max_iter=5, checkpoint=path, checkpoint_every=0.0, device="cpu").fit(X)
+        assert path.exists() and lock_file.exists() and holder_file.exists()
+    assert not lock_file.exists() and not holder_file.exists()
+    seen = []
+    ChordSF(max_iter=5, checkpoint=path, checkpoint_every=0.0, device="cpu",
+            callback=lambda info: seen.append(lock_file.exists())).fit(X)
+    assert seen and all(seen) and not lock_file.exists()  # held while it ran, removed at its end
+
+
 def test_checkpoints_and_resuming_from_them(tmp_path, fake_clock):
     """Every checkpoint_every seconds the best factors are saved; init=<file> starts exactly there."""
     from sfapprox import load_factors

@@ -31,6 +31,7 @@ from .._base import Approximation
 from .._compiled import COMPILE_NOTE_SECONDS as _COMPILE_NOTE_SECONDS
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConvergenceWarning, ParameterError, ResourceError, SfapproxError, parameter, parameters, user_stacklevel
+from .._output_lock import output_lock
 from .._progress import coarse_progress, kernel_phase, phase
 from .._progress_line import progress_shown
 from .._settings import (
@@ -391,6 +392,13 @@ class ChordSF(Approximation):
         ``init=<the file>`` resumes it.  The file there when the fit starts
         is replaced; one that another program puts there while the fit runs
         is not (the checkpoints then go beside it, with a RuntimeWarning).
+        The fit holds the file's output lock (:func:`~sfapprox._output_lock.output_lock`,
+        as ``fit --out`` and ``fit_matrix(out=)`` hold theirs) from before any
+        work to its end: a second fit checkpointing to the same file (another
+        notebook kernel, another process) refuses at once with
+        :class:`~sfapprox._output_lock.OutputBusyError` naming the first, where both ran
+        and each replaced the other's checkpoints.  Where this process already
+        holds it (``fit_matrix(out=F)`` with ``checkpoint=F``), it nests.
     checkpoint_every : float, default=300.0
         Seconds between checkpoints (checked after each iteration, or after each
         run of compiled iterations: about every 0.05 s at most), and at least ten
@@ -631,11 +639,22 @@ class ChordSF(Approximation):
             the memory limit.
         DeviceError
             When ``device`` asks for a GPU that is not there.
+        OutputBusyError
+            With ``checkpoint``: when another process holds that file's lock (it is fitting to it), before
+            any work.
         """
-        # importing torch, forming X, the starts and timing one evaluation took ~5 s at N = 3,000 under a
-        # bare "sf it 0": named, as the hybrids' stages are, until the first iteration
-        with phase(self.callback, "preparing") as preparing:
-            return self._fit(X, check_input, preparing)
+        self._check_init()
+        if self.checkpoint is not None:
+            # before any work: the first checkpoint came after checkpoint_every seconds, and the fit
+            # failed there (or a short fit never wrote one, and said nothing)
+            check_writable(output_target(self.checkpoint), "checkpoint ")
+        # one writer per checkpoint file, as per --out: two notebook kernels fitting with one checkpoint
+        # each replaced the other's (nested where fit_matrix holds it already for out=)
+        with output_lock(self.checkpoint, option="checkpoint"):
+            # importing torch, forming X, the starts and timing one evaluation took ~5 s at N = 3,000 under a
+            # bare "sf it 0": named, as the hybrids' stages are, until the first iteration
+            with phase(self.callback, "preparing") as preparing:
+                return self._fit(X, check_input, preparing)
 
     def _fit(self, X: MatrixLike, check_input: bool, preparing: Any) -> "ChordSF":
         """:meth:`fit`; ``preparing``, its progress phase (:func:`~sfapprox._progress.phase`), ended where
@@ -646,11 +665,7 @@ class ChordSF(Approximation):
 
         self._load_kernel_module()
         fit_begin = _timing.now()  # the time limit covers the whole fit: setup, optimizer, scoring
-        self._check_init()
-        if self.checkpoint is not None:
-            # before any work: the first checkpoint came after checkpoint_every seconds, and the fit
-            # failed there (or a short fit never wrote one, and said nothing)
-            check_writable(output_target(self.checkpoint), "checkpoint ")
+        if self.checkpoint is not None:  # (checked writable and locked by fit)
             # The file there now may be replaced (the caller allowed it); a file that takes the name
             # later, while the fit runs, is another program's and is not (see _save_checkpoint).
             start = self.__dict__.pop("_checkpoint_start", None)  # fit_matrix's replaces=
