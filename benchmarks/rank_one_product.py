@@ -5,7 +5,7 @@ Run by hand (not part of the tests); about a minute on 2 cores with the defaults
     python benchmarks/rank_one_product.py [--n 4096] [--samples 500] [--rounds 3] [--name rank_one_product]
 
 SF's rank-one start from column blocks needs ``v = X^T u`` (``u`` the pilot columns' top left vector).
-Before d978ae8 every source but a sparse one made it by a pass over its columns
+Before 4acd50a every source but a sparse one made it by a pass over its columns
 (``sfapprox.sf.model._transposed_product``, ``chunk`` 256 at a time in pieces of 32, as the fit reads
 them); a source with a product of its own (``products_by_columns`` False) now gives it by that product
 (``_rank_one_product``).  Both are timed in this one process, alternating, on the same ``u``, for:

@@ -23,7 +23,7 @@ stay fast and do not load torch):
   exactly, estimated from sampled columns: :func:`estimate_errors`
 * errors and warnings, one family: :class:`SfapproxError` (:class:`InputError`, :class:`ParameterError`,
   :class:`BudgetError`, :class:`ResourceError`, :class:`DeviceError`, :class:`NotApplicableError`,
-  :class:`NotFittedError`) and :class:`ConvergenceWarning`
+  :class:`NotFittedError`, :class:`OutputBusyError`) and :class:`ConvergenceWarning`
 """
 
 # No ``from __future__ import annotations`` and the helpers imported under private names: every name
@@ -60,6 +60,7 @@ _LAZY = {
     "ChordSF": "sfapprox.sf.model",
     "fit_sf": "sfapprox.sf.model",
     "fit_matrix": "sfapprox.api",
+    "OutputBusyError": "sfapprox._output_lock",  # fit_matrix's and ChordSF's, where another run writes the file
     "compare": "sfapprox.comparison",
     "available_methods": "sfapprox.comparison",
     "FitSettings": "sfapprox._settings",
@@ -92,6 +93,7 @@ if _TYPE_CHECKING:  # what __getattr__ returns, for type checkers: without it ev
     from . import sweep as sweep  # noqa: F401
     from ._settings import FitSettings as FitSettings, LoadOptions as LoadOptions  # noqa: F401
     from .api import fit_matrix as fit_matrix  # noqa: F401
+    from ._output_lock import OutputBusyError as OutputBusyError  # noqa: F401
     from .baselines.monarch import Monarch as Monarch  # noqa: F401
     from .baselines.nmf import NMF as NMF  # noqa: F401
     from .baselines.nystrom import Nystrom as Nystrom  # noqa: F401

@@ -156,6 +156,17 @@ def test_a_source_with_a_product_of_its_own_gives_the_rank_one_start_by_it(monke
     v, why = model._rank_one_product(no_transpose, pilot, 256, 32, math.inf, 0.5)
     assert why is None and made == [no_transpose] and np.allclose(v, A.T @ u)
 
+    class MatmatOnly(MatrixSource):  # a user's source with X @ B of its own, and no X^T @ B
+        def _columns(self, J):
+            return A[:, J]
+
+        def matmat(self, B):
+            return A @ B
+
+    mine = MatmatOnly(256)  # its rmatmat is the base class's pass by blocks: the priced pass, not that one
+    v, why = model._rank_one_product(mine, pilot, 256, 32, math.inf, 0.5)
+    assert why is None and made == [no_transpose, mine] and np.allclose(v, A.T @ u)
+
     def refused(*args, **kwargs):
         raise AssertionError("the rank-one start read the columns")
 

@@ -2006,6 +2006,8 @@ def _own_transposed_product(source: MatrixSource, u: np.ndarray) -> np.ndarray |
     """``X^T u`` by ``source``'s own product (:meth:`~sfapprox.sources.MatrixSource.rmatmat`), or None where
     it has none for ``X^T``: a LinearOperator given ``matvec`` alone, whose ``rmatvec`` scipy refuses with
     NotImplementedError before any work (its columns, ``X @ I[:, J]``, still make the pass)."""
+    if type(source).rmatmat is MatrixSource.rmatmat:  # a source of its own that gave matmat alone: its
+        return None  # rmatmat is the base class's pass by column blocks, unpriced here
     try:
         return np.asarray(source.rmatmat(u), dtype=np.float64).reshape(source.n)
     except NotImplementedError:
