@@ -651,6 +651,21 @@ def test_a_compare_holds_the_locks_of_its_fits_files_from_before_its_fits_in_a_f
     assert sorted(p.name for p in fits.iterdir()) == ["small.tsvd.h5"]
 
 
+def test_a_compare_that_saves_no_fit_leaves_no_folder_made_for_its_locks(tmp_path):
+    """`compare neg.npy --methods nmf --save-factors new/fits`: nmf does not apply to negative entries, nothing
+    is saved, and the folders made before the fits for the locks were left empty (none before there were
+    locks).  They are removed; a folder that was there stays."""
+    np.save(tmp_path / "neg.npy", -np.abs(np.random.default_rng(0).standard_normal((16, 16))) - 1)
+    res = invoke("compare", tmp_path / "neg.npy", "--methods", "nmf", "--save-factors", tmp_path / "new" / "fits",
+                 "--device", "cpu", "-q")
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["neg.npy"]
+    (tmp_path / "there").mkdir()
+    res = invoke("compare", tmp_path / "neg.npy", "--methods", "nmf", "--save-factors", tmp_path / "there",
+                 "--device", "cpu", "-q")
+    assert res.exit_code == 0 and (tmp_path / "there").is_dir() and not list((tmp_path / "there").iterdir())
+
+
 def test_fit_of_a_kernel_over_the_memory_limit_runs_from_columns(tmp_path):
     """`fit points.csv --kernel rbf` whose in-memory fit is over --max-memory: SF from column blocks,
     never formed; the table says which path ran and the error is scored from the columns."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Literal, Optional
@@ -84,8 +85,7 @@ def compare(
                 # each fit's file locked, before the fits, to its write: a second compare saving the same files
                 # (a job started twice) refuses now, naming the first, not after its fits.  The folder is made
                 # now, for the locks (checked creatable above; made at the first write before)
-                with contextlib.suppress(OSError):  # (not made: no locks, and the write says why)
-                    Path(save_factors).mkdir(parents=True, exist_ok=True)
+                held.callback(_remove_if_empty, _made_folders(Path(save_factors)))  # (after the locks' release)
                 for target in targets:
                     held.enter_context(output_lock(target, option="save_factors"))
             label = matrix_label(loaded.name, loaded.recipe)  # the weight --var picked, not the file alone
@@ -130,6 +130,27 @@ def compare(
                     else f"during {stopped.method}")  # (its fit had ended)
             note(f"interrupted ({stop_cause()}) {when}: {kept}{skipped}", style="bold yellow")
             raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _made_folders(folder: Path) -> list[Path]:
+    """Make ``folder`` (and its parents) if missing; the folders made, deepest first (none where it could
+    not be made: the locks are then not taken, and the first write says why)."""
+    missing = [p for p in (folder, *folder.parents) if not os.path.lexists(p)]
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        return missing
+    return []
+
+
+def _remove_if_empty(folders: list[Path]) -> None:
+    """Remove the folders this run made for --save-factors where they are still empty (no fit was saved:
+    all failed, none applied, a stop before the first): a compare that saved nothing left an empty folder,
+    made for its locks, where it left none before there were locks."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (a file saved, or another's), or gone: left as it is
+            return
 
 
 def suggest_next(comparison, path: Path, names: list[str], argv: list[str] | None = None) -> None:
