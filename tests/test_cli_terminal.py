@@ -8,6 +8,7 @@ given width, as a person's shell would, and read what it shows.
 from __future__ import annotations
 
 import fcntl
+import functools
 import itertools
 import json
 import os
@@ -60,6 +61,20 @@ def run_in_terminal(args, *, columns: int = 80, env: dict | None = None, timeout
         pytest.fail(f"sfapprox {' '.join(map(str, args))} did not finish in {timeout} s")
     os.close(master)
     return proc.wait(timeout=30), b"".join(chunks).decode("utf-8", "replace")
+
+
+#: The screens of commands that write nothing (help, listings), by (args, columns, env): each is drawn once
+#: a session and read by every test that checks something of it (a start of ``python -m sfapprox`` costs
+#: 0.5-2 s, several of these tests asked for the same screen).
+_SCREENS: dict[tuple, tuple[int, str]] = {}
+
+
+def screen_of(args, *, columns: int = 80, env: dict | None = None, timeout: float = 120) -> tuple[int, str]:
+    """``run_in_terminal(args, ...)``'s answer, run once a session: for a command that writes no file."""
+    key = (tuple(map(str, args)), columns, tuple(sorted((env or {}).items())))
+    if key not in _SCREENS:
+        _SCREENS[key] = run_in_terminal(args, columns=columns, env=env, timeout=timeout)
+    return _SCREENS[key]
 
 
 def plain(text: str) -> str:
@@ -126,7 +141,7 @@ def test_quiet_in_a_terminal_draws_no_bar(matrix):
 def test_listings_keep_their_names_in_narrow_windows(columns):
     from sfapprox._base import methods
 
-    code, screen = run_in_terminal(["methods"], columns=columns, timeout=60)
+    code, screen = screen_of(["methods"], columns=columns, timeout=60)
     text = plain(screen)
     assert code == 0, text
     for name in methods():
@@ -195,7 +210,7 @@ def test_info_keeps_a_path_and_a_digest_whole_on_one_line(columns):
 
     path = "examples/mesh_small.mtx"
     digest = hashlib.sha256((ROOT / path).read_bytes()).hexdigest()
-    code, screen = run_in_terminal(["info", path], columns=columns, timeout=60)
+    code, screen = screen_of(["info", path], columns=columns, timeout=60)
     text = plain(screen)
     assert code == 0, text
     lines = text.splitlines()
@@ -212,7 +227,7 @@ def test_info_at_80_columns_keeps_its_keys_on_one_line_and_the_digest_under_the_
 
     path = "examples/mesh_small.mtx"
     digest = hashlib.sha256((ROOT / path).read_bytes()).hexdigest()
-    code, screen = run_in_terminal(["info", path], columns=80, timeout=60)
+    code, screen = screen_of(["info", path], columns=80, timeout=60)
     lines = plain(screen).splitlines()
     assert code == 0, lines
     for key in ("TSVD rank at that budget", "SF stored numbers N·K·M", "SF offsets (K)", "stored entries"):
@@ -229,11 +244,18 @@ def info_inputs(tmp_path_factory) -> dict[str, list]:
     return {"matrix": ["examples/mesh_small.mtx"], "fit": [fit], "kernel": ["examples/features.csv", "--kernel", "rbf"]}
 
 
+@functools.cache
+def _piped_info(args: tuple[str, ...]) -> subprocess.CompletedProcess:
+    """``info ARGS`` piped at 400 columns, run once a session: the three widths' tests of an input compare
+    their screens with the same facts."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    return subprocess.run([sys.executable, "-m", "sfapprox", "info", *args], capture_output=True, text=True,
+                          cwd=ROOT, env={**env, "COLUMNS": "400"}, timeout=120)
+
+
 def _facts(args: list) -> list[tuple[str, str]]:
     """``info``'s facts as (key, value), read from its table piped at a width that fits them on one line each."""
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    done = subprocess.run([sys.executable, "-m", "sfapprox", "info", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, env={**env, "COLUMNS": "400"}, timeout=120)
+    done = _piped_info(tuple(map(str, args)))
     assert done.returncode == 0, done.stderr
     rows = []
     for line in done.stdout.split("\n\n")[0].splitlines():  # the facts' table, the first
@@ -254,7 +276,7 @@ def test_info_facts_read_whole_at_20_40_and_80_columns(info_inputs, kind, column
     word (a digest, a path) only."""
     args = info_inputs[kind]
     facts = _facts(args)
-    code, screen = run_in_terminal(["info", *args], columns=columns, timeout=120)
+    code, screen = screen_of(["info", *args], columns=columns, timeout=120)
     text = plain(screen)
     assert code == 0, text
     facts_part = text.split("note:")[0].split(" where each")[0]  # before the methods' table
@@ -446,13 +468,29 @@ def test_an_empty_value_names_the_help_of_its_command(matrix, tmp_path, args, co
     assert done.stderr.rstrip().endswith(f"sfapprox{' ' * bool(command)}{command} --help')"), done.stderr
 
 
+@pytest.fixture(scope="module")
+def narrow_progress(matrix, tmp_path_factory):
+    """``narrow_progress(command, columns)``: the screen of ``fit`` or ``compare --methods sf`` on a matrix of
+    a long name, iterating 2 s at ``columns``; each drawn once (the 40-column fit is read by both tests
+    below: the numbers whole, the method named)."""
+    named = tmp_path_factory.mktemp("narrow") / "a_graph_with_a_long_name.mtx"
+    named.write_bytes(matrix.read_bytes())
+
+    @functools.cache
+    def screen(command: str, columns: int) -> tuple[int, str]:
+        out = tmp_path_factory.mktemp("narrow_out") / "f.h5"
+        args = {"fit": ["fit", named, "--out", out], "compare": ["compare", named, "--methods", "sf"]}[command]
+        return run_in_terminal([*args, "--iters", "100000", "--time-limit", "2", "--device", "cpu"], columns=columns)
+
+    return screen
+
+
 @pytest.mark.parametrize("columns", [40, 30])
-def test_a_narrow_window_cuts_the_labels_never_the_numbers(matrix, tmp_path, columns):
+def test_a_narrow_window_cuts_the_labels_never_the_numbers(narrow_progress, columns):
     """At 40 columns the progress line read "it 7… error 6…" at iteration 7,429; now the label and the
     phase give way, and the iteration, the error and the time stay whole (at 30 the time read "0:0":
     there the numbers alone are shown)."""
-    code, screen = run_in_terminal(["fit", matrix, "--out", tmp_path / "f.h5", "--iters", "400", "--time-limit", "5",
-                                    "--device", "cpu"], columns=columns)
+    code, screen = narrow_progress("fit", columns)
     assert code == 0, plain(screen)
     whole = re.compile(r"it (\d+) +error (\d+\.\d+|–) +\d+:\d\d:\d\d")
     lines = [line for line in plain(screen).splitlines() if re.search(r"(^| )it \d", line) and "error" in line]
@@ -462,15 +500,11 @@ def test_a_narrow_window_cuts_the_labels_never_the_numbers(matrix, tmp_path, col
 
 
 @pytest.mark.parametrize("command", ["fit", "compare"])
-def test_a_narrow_progress_line_names_the_method(matrix, tmp_path, command):
+def test_a_narrow_progress_line_names_the_method(narrow_progress, command):
     """At 40 columns the label and the phase had 4 columns each, the phase's kept while it was empty: fit's
     line read "SF …" and compare's "a_g…", the method never shown.  The label goes first now ("SF a_gra…",
     "a_gra… sf": the matrix's name is cut, never the method), the phase has what is left or no column."""
-    named = tmp_path / "a_graph_with_a_long_name.mtx"
-    named.write_bytes(matrix.read_bytes())
-    args = {"fit": ["fit", named, "--out", tmp_path / "f.h5"], "compare": ["compare", named, "--methods", "sf"]}
-    code, screen = run_in_terminal([*args[command], "--iters", "100000", "--time-limit", "2", "--device", "cpu"],
-                                   columns=40)
+    code, screen = narrow_progress(command, 40)
     text = plain(screen)
     assert code == 0, text
     lines = [line.rstrip() for line in text.splitlines() if re.search(r" it \d+ +error ", line)]
@@ -502,7 +536,8 @@ def test_a_fit_from_columns_says_what_its_steps_are_never_start_columns(tmp_path
     no start): it says the stage (Adam's steps here; L-BFGS by passes, rounds of sketches) and the passes
     over the columns so far.  Piped, the fit says no stage at all (a log gets no line per stage)."""
     points, limit = _column_points(tmp_path)
-    args = ["fit", points, "--kernel", "rbf", "--max-memory", str(limit), "--time-limit", "3", "--init", "identity"]
+    # (1 s of Adam's steps is a hundred or more of them, each drawn: the fit need last no longer)
+    args = ["fit", points, "--kernel", "rbf", "--max-memory", str(limit), "--time-limit", "1", "--init", "identity"]
     code, screen = run_in_terminal([*args, "--out", tmp_path / "f.h5"])
     text = plain(screen)
     assert code == 0, text
@@ -600,7 +635,7 @@ def test_help_fits_a_narrow_window(args):
     as the window, and a long option name has a line of its own.  An option with its choices wider than
     the window (``fit``'s ``--init auto|reference|identity|rank1|FILE``, 43 columns) and a program's name
     (``Usage: python -m sfapprox datasets verify``, 41) are wrapped at their spaces: every command's fits."""
-    code, screen = run_in_terminal(args, columns=40, timeout=60)
+    code, screen = screen_of(args, columns=40, timeout=60)  # (test_cli_help reads it too)
     text = plain(screen)
     assert code == 0, text
     lines = text.splitlines()
