@@ -59,6 +59,16 @@ def test_a_pass_calls_its_stopped_hook_only_where_it_stops(fake_clock):
         calls.append((start, block.shape[1], np.array_equal(block, X[:, start:start + block.shape[1]])))
 
     assert K.sketch_target(slow, n, 8, np.float64, chunk=16, stopped=stopped) is not None and calls == []
+
+    def interrupted(a, b):  # Ctrl-C comes where the pass is (a read), not at a stop request's check
+        if a >= 32:
+            raise KeyboardInterrupt
+        return slow(a, b)
+
+    with pytest.raises(KeyboardInterrupt):
+        K.sketch_target(interrupted, n, 8, np.float64, chunk=16, stopped=stopped)
+    assert calls == [(0, 16, True)]
+    calls.clear()
     deadline = _timing.Deadline.after(0.3)  # its first chunk prices the pass at 0.64 s: it stops there
     assert K.sketch_target(slow, n, 8, np.float64, chunk=16, deadline=deadline, stopped=stopped) is None
     assert calls == [(0, 16, True)]
@@ -217,7 +227,7 @@ def test_rounds_stop_on_the_time_limit_the_callback_and_an_interrupt(fake_clock,
     assert np.all(np.isfinite(stopped.values))
 
 
-@pytest.mark.parametrize("stop", ["time_limit", "interrupted"])
+@pytest.mark.parametrize("stop", ["time_limit", "interrupted", "ctrl-c"])
 def test_a_first_pass_stopped_hands_the_start_back_at_its_best_multiple(fake_clock, monkeypatch, stop):
     """A first sketch pass stopped after its first chunk (by the time limit, or a signal) handed the start back
     as it was: the identity start (its product I + noise) against 10 I at rel 0.90. It comes back at its best multiple on the columns
@@ -227,6 +237,8 @@ def test_a_first_pass_stopped_hands_the_start_back_at_its_best_multiple(fake_clo
 
     def slow(a, b):
         fake_clock.advance(0.01 * (b - a))  # a pass "takes" 5.12 s, its first chunk of 256 columns 2.56 s
+        if stop == "ctrl-c" and a >= 256:  # Ctrl-C raised where the pass is (in a read), no stop request
+            raise KeyboardInterrupt
         return X[:, a:b]
 
     if stop == "interrupted":
@@ -240,7 +252,8 @@ def test_a_first_pass_stopped_hands_the_start_back_at_its_best_multiple(fake_clo
     P = ChordOperator(start, offs).to_dense()
     best = rel(start * (np.vdot(X, P) / np.vdot(P, P)) ** (1 / len(start)))  # the whole matrix's best multiple
     assert rel(start) > 0.9 and best < 0.6
-    assert (fit.stop_reason, fit.steps, fit.optimizer, fit.kept_start) == (stop, 0, "sketch", True)
+    assert (fit.stop_reason, fit.steps, fit.optimizer, fit.kept_start) == (stop.replace("ctrl-c", "interrupted"), 0,
+                                                                          "sketch", True)
     assert fit.multiple > 5 and rel(fit.values) == pytest.approx(best, rel=0.05)
 
 

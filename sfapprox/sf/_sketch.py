@@ -123,9 +123,9 @@ def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dty
         must end by it, else the pass stops (its first chunk, a small share of a pass at large ``N``, prices
         it before the rest is begun).
     stopped : callable, optional
-        ``stopped(block, start)`` where the pass stops (``deadline``, or a stop request) after reading
-        a chunk: that chunk ``X[:, start:start + block.shape[1]]`` (in ``dtype``), what the stopped pass
-        still tells.  Only then: a pass that ends pays nothing for it.
+        ``stopped(block, 0)`` where the pass stops (``deadline``, a stop request, Ctrl-C) after reading its
+        first chunk: ``block`` is ``X[:, :STOPPED_COLUMNS]`` (in ``dtype``, kept aside as it was read),
+        what the stopped pass still tells.  Only then: a pass that ends pays nothing but that copy.
 
     Returns
     -------
@@ -146,24 +146,30 @@ def sketch_target(columns: Callable[[int, int], np.ndarray], n: int, b: int, dty
     product = np.empty((min(n, SKETCH_ROWS), b), dtype=dtype)
     norm2 = 0.0
     began = _timing.now()
-    with torch_threads(compiled_threads()):  # a fit holds BLAS at one thread beside its kernel's: the products want all
-        for start in range(0, n, chunk):
-            if stop_requested():
-                if start and stopped is not None:
-                    stopped(block, start - chunk)  # (the chunk before is whole: only the last may be narrower)
-                raise KeyboardInterrupt
-            stop = min(n, start + chunk)
-            block = full if stop - start == chunk else np.empty((n, stop - start), dtype=dtype)
-            norm2 += _fill(block, columns, start, piece)
-            _flush_subnormal(block)
-            for r in range(0, n, SKETCH_ROWS):
-                out = product[:min(n, r + SKETCH_ROWS) - r]
-                np.matmul(block[r:r + out.shape[0]], S[start:stop], out=out)
-                Y[r:r + out.shape[0]] += out
-            if deadline is not None and stop < n and not deadline.rest_fits(began, stop, n):
-                if stopped is not None:
-                    stopped(block, start)
-                return None
+    kept = None  # the first chunk's first STOPPED_COLUMNS columns, for ``stopped`` (a copy: ``full`` is reused)
+    try:
+        with torch_threads(compiled_threads()):  # a fit holds BLAS at one thread beside its kernel's: the products want all
+            for start in range(0, n, chunk):
+                if stop_requested():
+                    raise KeyboardInterrupt
+                stop = min(n, start + chunk)
+                block = full if stop - start == chunk else np.empty((n, stop - start), dtype=dtype)
+                norm2 += _fill(block, columns, start, piece)
+                _flush_subnormal(block)
+                if stopped is not None and kept is None:
+                    kept = np.array(block[:, :STOPPED_COLUMNS], order="C")
+                for r in range(0, n, SKETCH_ROWS):
+                    out = product[:min(n, r + SKETCH_ROWS) - r]
+                    np.matmul(block[r:r + out.shape[0]], S[start:stop], out=out)
+                    Y[r:r + out.shape[0]] += out
+                if deadline is not None and stop < n and not deadline.rest_fits(began, stop, n):
+                    if stopped is not None:
+                        stopped(kept, 0)
+                    return None
+    except KeyboardInterrupt:  # a stop request, or Ctrl-C itself (raised wherever the pass was: in a read, a product)
+        if stopped is not None and kept is not None:
+            stopped(kept, 0)
+        raise
     return Y, S, norm2
 
 
@@ -427,9 +433,8 @@ def fit_rounds(
 
     def measure(block: np.ndarray, start: int) -> None:
         # a few of the columns read (STOPPED_COLUMNS): a whole chunk's product took 7.6 s at N = 65,536
-        part = np.ascontiguousarray(block[:, :STOPPED_COLUMNS])
-        norm2 = float(np.einsum("ij,ij->", part, part, dtype=np.float64))
-        sums.append(block_sums(values, offsets, part, start, norm2, width, settings.groups))
+        norm2 = float(np.einsum("ij,ij->", block, block, dtype=np.float64))
+        sums.append(block_sums(values, offsets, block, start, norm2, width, settings.groups))
 
     try:
         while out.steps < max_iter:
