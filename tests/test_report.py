@@ -638,6 +638,10 @@ def test_report_json_counts_no_win_where_there_was_no_contest(tmp_path):
     # a method scored only on a matrix where it ran alone met no other: not counted as a loser
     alone = build_report([rec("a", "sf", fro=1.0), rec("a", "tsvd", fro=2.0), rec("b", "nmf", fro=3.0)])
     assert alone.tables_by_category[0].wins == {"sf": 1, "tsvd": 0} and alone.total_wins() == {"sf": 1, "tsvd": 0}
+    # one that ran beside others and failed on every matrix lost: its 0 is said, not hidden
+    failing = build_report([rec(m, "sf", status="failed", error="boom") for m in "ab"]
+                           + [rec(m, k, fro=f) for m in "ab" for k, f in (("tsvd", 1.0), ("nmf", 2.0))])
+    assert failing.tables_by_category[0].wins == {"sf": 0, "tsvd": 2, "nmf": 0}
     assert repr(build_report(records)).splitlines()[1:] == [
         "  network (1 matrix): tsvd alone: no winner counted", "  attention (1 matrix): wins: tsvd 0, sf 1",
         "  weights (1 matrix): no matrix ranked two methods: no winner counted", "  total wins: tsvd 0, sf 1"]

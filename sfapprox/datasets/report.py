@@ -107,7 +107,8 @@ class CategoryTable:
     rows : list of MatrixRow
         One per matrix.
     wins : dict of str to int
-        Rows won, by method, of the methods scored on some row that was a contest; empty where none
+        Rows won, by method, of the methods that ran on some row that was a contest (failed there
+        counts: it lost); empty where none
         was (``contests`` is 0: one method, or none of two or more scored on one matrix), as a
         comparison of one scored row has no winner.
     sourced : bool, default=False
@@ -377,6 +378,12 @@ def _scored(record: dict[str, Any]) -> bool:
     return record.get("status") == "ok" and _finite(record.get("fro_error"))
 
 
+def _entered(record: dict[str, Any] | None) -> bool:
+    """Whether a method took part in its row (it ran: scored, or failed, timed out, was stopped); not one
+    that did not apply to the matrix or whose matrix was unavailable."""
+    return record is not None and record.get("status") not in ("not applicable", "unavailable")
+
+
 def _contested(row: MatrixRow) -> bool:
     """Whether a row ranked two or more methods: one scored method wins no contest (a comparison's
     rule), and a row whose lines measured different things is not ranked."""
@@ -642,8 +649,9 @@ def build_report(records: list[dict[str, Any]] | ResultsFile | str | os.PathLike
         info_keys = [k for k in INFO_COLUMNS if any(k in row.info for row in rows)]
         contests = sum(_contested(row) for row in rows)
         # no contest, no count: {"tsvd": 0} in report.json said tsvd lost where it ran alone; nor does a
-        # method that met no other on any matrix (scored alone where the others failed, or not run there)
-        met = [m for m in present if any(_contested(row) and _scored(row.results.get(m, {})) for row in rows)]
+        # method that entered no contest (scored alone, not applicable or unavailable wherever asked); one that
+        # entered and failed there lost it ("sf 0": a systematic failure is not hidden)
+        met = [m for m in present if any(_contested(row) and _entered(row.results.get(m)) for row in rows)]
         wins = {m: sum(row.winner == m for row in rows) for m in met}
         sourced = any(row.source for row in rows)
         report.tables_by_category.append(CategoryTable(category, present, ref_keys, info_keys, rows, wins, sourced,
