@@ -203,6 +203,10 @@ def held_lock(
     try:
         lock = _acquire(lock_file, holder_file, busy, wait, on_wait)
     except NotImplementedError as exc:  # filelock 3.12-3.24 on a file system without flock (NFS, Lustre)
+        # its os.open made the file: no one can hold it here, so an empty one is no one's (left, one per run)
+        with contextlib.suppress(OSError):
+            if lock_file.stat().st_size == 0:
+                lock_file.unlink()
         raise OSError(errno.ENOSYS, f"no file locks here ({exc})", os.fspath(lock_file)) from None
     _held[key] = lock
     try:
@@ -345,9 +349,10 @@ def output_lock(path: str | os.PathLike | None, *, option: str = "out") -> Itera
 
 @contextlib.contextmanager
 def held_if_possible(lock_file: Path, holder_file: Path, busy: Callable[[dict[str, Any], float | None], Exception],
-                     **kwargs: Any) -> Iterator[bool]:
+                     **kwargs: Any) -> Iterator[OSError | None]:
     """:func:`held_lock`, or the block run unlocked where the lock cannot be made (its ``OSError``: a
-    read-only folder, another user's lock file, a file system without locks); yields whether it is held.
+    read-only folder, another user's lock file, a file system without locks); yields None where it is
+    held, else that error (for the caller to say).
 
     An output's own write still says whether it can be written, and one whose name was taken meanwhile
     is kept aside, never lost: a run goes on there as it did before there were locks.
@@ -355,9 +360,9 @@ def held_if_possible(lock_file: Path, holder_file: Path, busy: Callable[[dict[st
     hold = held_lock(lock_file, holder_file, busy, **kwargs)
     try:
         hold.__enter__()
-    except OSError:
-        yield False
+    except OSError as exc:
+        yield exc
         return
     with contextlib.ExitStack() as stack:
         stack.push(hold)
-        yield True
+        yield None

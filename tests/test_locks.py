@@ -390,8 +390,37 @@ def test_a_file_system_without_locks_runs_unlocked(tmp_path, monkeypatch, runner
         fit_matrix(np.eye(8), settings=FitSettings(max_iter=5, device="cpu"), out=tmp_path / "f.h5")
         assert sorted(p.name for p in tmp_path.iterdir()) == ["f.h5"]
     else:
-        summary = run_batch(manifest(tmp_path), tmp_path / "out", TSVD)
+        with pytest.warns(RuntimeWarning, match="no lock could be taken here .*a second batch in this folder"):
+            summary = run_batch(manifest(tmp_path), tmp_path / "out", TSVD)
         assert (tmp_path / "out" / "results.jsonl").is_file(), summary
+
+
+def test_filelocks_file_on_a_file_system_without_locks_is_not_left(tmp_path, monkeypatch):
+    """filelock 3.12 opens (creates) the lock file, then raises NotImplementedError where flock says ENOSYS:
+    every run on such a file system left a .f.h5.sfapprox-lock beside its output."""
+    import errno
+    import fcntl
+
+    import numpy as np
+
+    from sfapprox import fit_matrix
+
+    def no_flock(fd, operation):
+        raise OSError(errno.ENOSYS, "Function not implemented")
+
+    def as_filelock_3_12(self, *args, **kwargs):  # its _acquire: open with O_CREAT, flock, ENOSYS: NotImplemented
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            no_flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise NotImplementedError("FileSystem does not appear to support flock; use SoftFileLock instead")
+
+    import filelock
+
+    monkeypatch.setattr(filelock.FileLock, "acquire", as_filelock_3_12)
+    fit_matrix(np.eye(8), settings=FitSettings(max_iter=5, device="cpu"), out=tmp_path / "f.h5")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.h5"]
 
 
 def test_a_long_outputs_name_gets_a_lock_file_name_that_fits(tmp_path):

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from .._atomic import resolved_path
-from .._errors import SfapproxError, parameter
+from .._errors import SfapproxError, parameter, user_stacklevel
 from .._output_lock import describe_holder, held_if_possible, read_holder_file, running_holder_of
 
 __all__ = ["LOCK_FILE", "HOLDER_FILE", "FolderBusyError", "folder_lock", "read_holder", "running_holder",
@@ -114,8 +115,9 @@ def folder_lock(
         wait (for a "waiting for ..." message).
 
     Where the lock cannot be made (a file system without locks, a lock file
-    not ours) the batch runs unlocked, as it did before there were locks:
-    refusing every batch on such a cluster file system would be worse.
+    not ours) the batch runs unlocked, as it did before there were locks,
+    with a RuntimeWarning that says so: refusing every batch on such a
+    cluster file system would be worse.
 
     Raises
     ------
@@ -127,7 +129,10 @@ def folder_lock(
     # one key however the folder is spelled; a loop of links: one line, not 3.11's RuntimeError
     resolved = resolved_path(folder)
     with held_if_possible(resolved / LOCK_FILE, folder / HOLDER_FILE,
-                          lambda holder, waited: _busy(folder, holder, waited), wait=wait, on_wait=on_wait):
+                          lambda holder, waited: _busy(folder, holder, waited), wait=wait, on_wait=on_wait) as why:
+        if why is not None:  # said: a batch appends to results.jsonl, which no rename keeps apart
+            warnings.warn(f"{folder}: no lock could be taken here ({why.strerror or why}); a second batch "
+                          "in this folder would not be refused", RuntimeWarning, stacklevel=user_stacklevel())
         yield
 
 
