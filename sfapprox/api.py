@@ -148,7 +148,7 @@ def fit_matrix(
         Output files (written atomically, even after a Ctrl-C that stopped
         the fit: the best factors found are saved).  ``out`` is locked from
         the start of the call to its final write (a hidden ``.NAME.sfapprox-lock``
-        beside it, removed at the end; :func:`~sfapprox._output_lock.output_lock`):
+        beside it, removed at the end):
         a second fit writing the same file, in another process, refuses at
         once.  Standard output, a pipe or a device is not locked.
     force : bool, default=True

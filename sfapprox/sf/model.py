@@ -392,11 +392,11 @@ class ChordSF(Approximation):
         ``init=<the file>`` resumes it.  The file there when the fit starts
         is replaced; one that another program puts there while the fit runs
         is not (the checkpoints then go beside it, with a RuntimeWarning).
-        The fit holds the file's output lock (:func:`~sfapprox._output_lock.output_lock`,
+        The fit holds the file's output lock (a hidden ``.NAME.sfapprox-lock`` beside it,
         as ``fit --out`` and ``fit_matrix(out=)`` hold theirs) from before any
         work to its end: a second fit checkpointing to the same file (another
         notebook kernel, another process) refuses at once with
-        :class:`~sfapprox._output_lock.OutputBusyError` naming the first, where both ran
+        :class:`~sfapprox.OutputBusyError` naming the first, where both ran
         and each replaced the other's checkpoints.  Where this process already
         holds it (``fit_matrix(out=F)`` with ``checkpoint=F``), it nests.
     checkpoint_every : float, default=300.0
