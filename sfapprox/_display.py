@@ -147,7 +147,9 @@ def fit_progress_columns(width: int, task: Any = None) -> list[Any]:
     # with its gap): a 44-character name at 80 columns pushed the method, the error's last digits and the
     # time off the line ("a_very_long…progres… start ident… it 1234   error 3" at 72)
     label_room = min(label, room if narrow else max(4, room - WIDE_BAR_MIN - MIN_PHASE - 2))
-    phase_room = room - label_room if narrow else None
+    # beside a bar the phase has what the label and a bar of WIDE_BAR_MIN leave: a long one ("rank-one start
+    # (a pass over the columns)") pushed the method, the bar and the time off a line of 72-80 columns
+    phase_room = room - label_room if narrow else max(MIN_PHASE, room - min(label, label_room) - WIDE_BAR_MIN - 2)
     shows_phase = not narrow or (phase and phase_room >= MIN_PHASE)
     if narrow and not shows_phase:
         label_room = room + 1  # (the phase's gap too)

@@ -253,15 +253,17 @@ def _drawn_lines(monkeypatch, width, phase, report=None):
     return [s for s in lines(buffer) if s.startswith("a_")]
 
 
-@pytest.mark.parametrize("width", [72, 75])
-def test_a_long_name_beside_a_bar_gives_way_to_the_method_and_the_numbers(monkeypatch, width):
+@pytest.mark.parametrize("phase", ["start identity", "rank-one start (a pass over the columns)"])
+@pytest.mark.parametrize("width", [72, 75, 80])
+def test_a_long_name_beside_a_bar_gives_way_to_the_method_and_the_numbers(monkeypatch, width, phase):
     """A 44-character name at 72-80 columns (a bar shown) pushed the method, the error's last digits and the
-    time off the line: "a_very_long_…progre… start ide… it 1234   error 3"."""
-    drawn = _drawn_lines(monkeypatch, width, "start identity",
+    time off the line: "a_very_long_…progre… start ide… it 1234   error 3"; so did a long phase beside it."""
+    drawn = _drawn_lines(monkeypatch, width, phase,
                          {"iteration": 1234, "max_iter": 20000, "fro_error": 3.4567, "elapsed": 1.0, "method": "sf"})
     iterating = [s for s in drawn if "it 1234" in s]
     assert iterating and all(re.search(r"^a_\S+ sf .*it 1234 +error 3\.457 +\d:\d\d:\d\d$", s) for s in iterating), drawn
-    assert all(len(s) <= width for s in drawn)
+    assert all(len(s) <= width and re.search(r"\d:\d\d:\d\d$", s) for s in drawn), drawn
+    assert all(re.search(r"^a_\S+ sf ", s) for s in drawn if phase[:5] in s), drawn  # the phase's line names sf
 
 
 def test_a_tiny_window_names_a_stage_without_numbers(monkeypatch):
