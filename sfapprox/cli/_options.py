@@ -79,10 +79,7 @@ def number(*names: str, min: float, unit: str = "", none: str = "", **kwargs: An
     what = f"a finite number{f' of {unit}' if unit else ''}, at least {min:g}{f' ({none})' if none else ''}"
 
     def parse(text: Any) -> float:
-        try:
-            value = float(text)
-        except (TypeError, ValueError):
-            raise typer.BadParameter(f"must be a number; got {text!r}") from None
+        value = any_number(text)
         if math.isnan(value):
             raise typer.BadParameter("must be a number, not NaN")
         if value < min:
