@@ -693,6 +693,16 @@ def test_a_step_gives_its_block_s_inner_product_and_square_exactly():
     assert square == pytest.approx(float((P * P).sum()), rel=1e-9)
 
 
+@pytest.mark.parametrize("rest_kept, multiple", [(True, 6.0), (False, 3.0)])
+def test_a_joined_fit_s_multiple_is_both_stages_where_the_second_kept_its_start(rest_kept, multiple):
+    """Adam's end scaled by 2, then rounds that kept it (their start) scaled by 3: the values are 6 times
+    Adam's product, and best_multiple said 3; where the rounds took steps, theirs alone is on the values."""
+    v = np.ones((2, 4, 3))
+    first = C.ColumnFit(values=v, multiple=2.0, kept_start=False)
+    rest = C.ColumnFit(values=6 * v, multiple=3.0, kept_start=rest_kept)
+    assert C._joined(first, rest, 0.0, "adam").multiple == multiple
+
+
 def test_adam_s_product_ends_at_its_best_multiple_never_worse_than_nothing():
     """After one epoch of Adam the product overshot (relative error above 1 at N = 2,048: worse than
     storing nothing); it is scaled to the best multiple the last epoch's blocks estimate."""

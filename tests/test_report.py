@@ -226,8 +226,13 @@ def test_report_command_prints_and_exports(tmp_path):
     again = CliRunner().invoke(app, ["report", str(out), "--csv", str(cs)])
     assert again.exit_code == 2 and "already exists; use --force" in again.output
     assert CliRunner().invoke(app, ["report", str(out), "--csv", str(cs), "--force"]).exit_code == 0
-    missing = CliRunner().invoke(app, ["report", str(tmp_path / "nothing")])
+    (tmp_path / "empty").mkdir()
+    missing = CliRunner().invoke(app, ["report", str(tmp_path / "empty")])
     assert missing.exit_code == 2 and "no results.jsonl; run 'sfapprox batch MANIFEST --out-dir" in missing.output
+    # a mistyped folder is said as such: "run batch --out-dir <the typo> first" sent the user to make it
+    typo = CliRunner().invoke(app, ["report", str(tmp_path / "nothing")])
+    assert typo.exit_code == 2 and f"{tmp_path / 'nothing'}: no such file or folder; give a batch's output" in \
+        " ".join(typo.output.split()), typo.output
 
 
 def test_datasets_commands(tmp_path):

@@ -4,6 +4,7 @@ compare's or sweep's JSON file, :mod:`sfapprox.cli.report`)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -340,6 +341,9 @@ def report(
             hint = shell_command("report", str(out_dir.parent) if out_dir.name == RESULTS_FILE else "DIR")
             raise InputError(f"{out_dir}: is a file; give the batch's folder, the one that holds {RESULTS_FILE} "
                              f"({hint}), or the JSON that compare --json or sweep --json wrote")
+        if not os.path.lexists(out_dir):  # a mistyped folder: "run batch --out-dir <the typo> first" misled
+            raise InputError(f"{out_dir}: no such file or folder; give a batch's output folder (the one that holds "
+                             f"{RESULTS_FILE}), or the JSON that compare --json or sweep --json wrote")
         if out_dir.exists() and not out_dir.is_dir():  # /dev/null, a pipe: it said "run batch --out-dir /dev/null"
             raise InputError(f"{out_dir}: is not a folder; give the batch's output folder, the one that holds "
                              f"{RESULTS_FILE}")

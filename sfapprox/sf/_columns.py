@@ -848,6 +848,7 @@ def _joined(first: ColumnFit, rest: ColumnFit, offset: float, name: str) -> Colu
     ``rest`` went on from ``first``'s values, so its ``multiple`` (and ``step_scale``) is the joined
     fit's: the rounds of sketches hand their start (``first``'s end) back at its best multiple where
     their first pass is stopped, and ``params_["best_multiple"]`` said nothing of it (dropped here).
+    Where ``rest`` kept its start, ``first``'s own multiple is on its values too: the two multiply.
     The joined fit kept its start only where both did (``rest`` keeping ``first``'s end alone is not
     the fit's start: ``first``'s steps made it); the notes of both are kept.
     """
@@ -855,7 +856,9 @@ def _joined(first: ColumnFit, rest: ColumnFit, offset: float, name: str) -> Colu
                      columns=first.columns + rest.columns, evaluations=first.evaluations + rest.evaluations,
                      stop_reason=rest.stop_reason,
                      running_error=rest.running_error if math.isfinite(rest.running_error) else first.running_error,
-                     curve=first.curve + [(t + offset, v) for t, v in rest.curve], multiple=rest.multiple,
+                     curve=first.curve + [(t + offset, v) for t, v in rest.curve],
+                     # rest's start scaled once more where it kept it: both factors are on the values
+                     multiple=rest.multiple * (first.multiple if rest.kept_start else 1.0),
                      step_scale=rest.step_scale, kept_start=first.kept_start and rest.kept_start,
                      note="; ".join(n for n in (first.note, rest.note) if n))
 
